@@ -49,11 +49,11 @@ class TextEnv(gym.Env[str, str]):
         ((0.0, False, False), (1.0, True, False))
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 1}
+    metadata: dict[str, Any] = {"render_modes": ["ansi", "human"], "render_fps": 1}  # noqa: RUF012 (Gymnasium's own type)
 
     #: One line describing the task, shown by ``gym-tinker envs``.
     description: ClassVar[str] = ""
-    #: Default for ``max_turns`` (and the registered ``max_episode_steps``).
+    #: Default for ``max_turns``, the turn limit the env enforces itself (see ``gym_tinker.registration``).
     default_max_turns: ClassVar[int] = 1
 
     def __init__(self, *, max_turns: int | None = None, render_mode: str | None = None):
@@ -84,7 +84,9 @@ class TextEnv(gym.Env[str, str]):
 
     # --- the Gymnasium API ----------------------------------------------------------------
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         """Start an episode. Same ``seed``, same episode."""
         super().reset(seed=seed)
         self.turn = 0

@@ -1,4 +1,10 @@
-"""Registers every gym_tinker env with Gymnasium under the ``tinker`` namespace."""
+"""Registers every gym_tinker env with Gymnasium under the ``tinker`` namespace.
+
+Each env enforces its own turn limit, ``max_turns`` (a constructor argument whose default is the
+env's ``default_max_turns``): ``gym.make("tinker/ToolUse-v0", max_turns=4)`` changes it. Registering it as
+``max_episode_steps`` instead would let Gymnasium's ``TimeLimit`` mark a final answer given on the
+last allowed turn as truncated as well as terminated (every episode of a single-turn env).
+"""
 
 from __future__ import annotations
 
@@ -20,8 +26,8 @@ class EnvEntry:
     """Name without namespace or version, e.g. ``"ToolUse"``."""
     entry_point: str
     """``"module:Class"``; imported only when the env is made."""
-    max_episode_steps: int
-    """Turn limit applied by ``gym.make``'s ``TimeLimit`` (the env also truncates itself)."""
+    max_turns: int
+    """The env's default turn limit (its ``default_max_turns``); the env truncates itself there."""
 
     @property
     def id(self) -> str:
@@ -42,7 +48,14 @@ def register_all() -> None:
     """Register every env in :data:`ENV_ENTRIES` (idempotent)."""
     for entry in ENV_ENTRIES:
         if entry.id not in gym.registry:
-            gym.register(entry.id, entry_point=entry.entry_point, max_episode_steps=entry.max_episode_steps)
+            # The env enforces its own turn limit (`max_turns`, default per env and difficulty) rather than
+            # Gymnasium's TimeLimit: TimeLimit marks an episode truncated whenever it reaches the
+            # limit, so every single-turn episode would come back terminated *and* truncated.
+            gym.register(
+                entry.id,
+                entry_point=entry.entry_point,
+                max_episode_steps=None,
+            )
 
 
 def list_envs() -> list[tuple[str, str]]:

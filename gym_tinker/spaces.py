@@ -137,8 +137,9 @@ def _batch_text_space(space: TextSpace, n: int = 1) -> Tuple:
     return batched
 
 
+# batch_differing_spaces dispatches on the type of spaces[0], which mypy cannot express.
 @batch_differing_spaces.register(TextSpace)
-def _batch_differing_text_spaces(spaces: Sequence[TextSpace]) -> Tuple:
+def _batch_differing_text_spaces(spaces: Sequence[TextSpace]) -> Tuple:  # type: ignore[misc]
     return Tuple([deepcopy(s) for s in spaces], seed=deepcopy(spaces[0].np_random))
 
 

@@ -1,0 +1,1 @@
+"""Prisoner's dilemma: rules (``logic``), the parallel env (``env``) and bots (``bots``)."""

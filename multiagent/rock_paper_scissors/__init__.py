@@ -1,0 +1,1 @@
+"""Rock-paper-scissors: rules (``logic``), the parallel env (``env``) and bots (``bots``)."""

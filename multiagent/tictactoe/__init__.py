@@ -1,0 +1,1 @@
+"""Tic-tac-toe: rules (`board`) and bots (`bots`); the environment is `multiagent.tictactoe_v0`."""

@@ -1,0 +1,138 @@
+"""TLS: ``gym-tinker cluster up`` with certificates; clients with them work, clients without are refused."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import shutil
+
+import pytest
+from distributed import Security
+from typer.testing import CliRunner
+
+from executors import ConnectError, connect
+from executors.cli import app
+
+
+def make_certificates(directory: Path) -> tuple[str, str, str]:
+    """A CA and one certificate it signs (for 127.0.0.1/localhost, server and client use).
+
+    Uses the ``cryptography`` package, else the ``openssl`` command; skips the test without both.
+    """
+    try:
+        import cryptography  # noqa: F401
+    except ImportError:
+        if shutil.which("openssl") is None:
+            pytest.skip("needs the cryptography package or the openssl command to make certificates")
+        return _openssl_certificates(directory)
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    def _name(common: str) -> x509.Name:
+        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+
+    now = dt.datetime.now(dt.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (
+        x509.CertificateBuilder().subject_name(_name("gym-tinker test CA")).issuer_name(_name("gym-tinker test CA"))
+        .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (
+        x509.CertificateBuilder().subject_name(_name("gym-tinker node")).issuer_name(ca.subject)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5)).not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )  # fmt: skip
+    paths = (directory / "ca.pem", directory / "node.pem", directory / "node.key")
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return tuple(str(p) for p in paths)  # type: ignore[return-value]
+
+
+def _openssl_certificates(directory: Path) -> tuple[str, str, str]:
+    ca, ca_key, cert, key, csr = (str(directory / n) for n in ("ca.pem", "ca.key", "node.pem", "node.key", "node.csr"))
+    ext = directory / "ext.cnf"
+    ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run = [
+        ["openssl", "req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "1", "-subj", "/CN=gym-tinker test CA"],
+        ["openssl", "req", *ec, "-keyout", key, "-out", csr, "-subj", "/CN=gym-tinker node"],
+        ["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert,
+         "-days", "1", "-extfile", str(ext)],
+    ]  # fmt: skip
+    for cmd in run:
+        subprocess.run(cmd, check=True, capture_output=True)
+    return ca, cert, key
+
+
+@pytest.fixture
+def tls_cluster(tmp_path):
+    ca, cert, key = make_certificates(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "executors.cli", "cluster", "up", "--port", "0", "--workers", "1",
+         "--state-dir", str(tmp_path / "state"), "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = proc.stdout.readline() if proc.stdout else ""
+        match = re.search(r"tls://127\.0\.0\.1:\d+", line)
+        assert match, f"cluster up printed {line!r}"
+        yield match.group(0), (ca, cert, key)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+
+
+def test_tls_cluster_accepts_certified_clients_only(tls_cluster, tmp_path, monkeypatch):
+    address, (ca, cert, key) = tls_cluster
+    security = Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+    with connect(address, security=security, timeout=30) as client:
+        deadline = time.monotonic() + 60
+        while not client.dask.scheduler_info()["workers"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        handle = client.submit({"kind": "steps", "params": {"steps": 2, "step_seconds": 0}})
+        assert handle.result(timeout=60)["accumulator"] == 3
+
+    with pytest.raises(ConnectError, match="cannot connect"):
+        connect(address, timeout=3)  # no TLS context at all
+    ca_only = Security(tls_ca_file=ca, require_encryption=True)
+    with pytest.raises(ConnectError):
+        connect(address, security=ca_only, timeout=3)  # encrypted, but no client certificate
+    with pytest.raises(ConnectError):
+        connect(address.replace("tls://", "tcp://"), timeout=3)  # plain TCP
+
+    monkeypatch.setenv("GYM_TINKER_ADDRESS", address)
+    runner = CliRunner()
+    result = runner.invoke(app, ["jobs", "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["jobs"])
+    assert result.exit_code == 3
+    assert os.path.exists(tmp_path / "state" / "journal.sqlite")
