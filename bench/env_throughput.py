@@ -5,6 +5,7 @@ one env). Prints a table and writes ``bench/results/env_throughput.json``.
 
 Policies
     ``random``: action strings pre-generated from a seeded ``TextSpace`` (sampling is not timed).
+    ``python call`` (ToolUse only): every turn calls the sandboxed ``python`` tool.
     ``oracle``: each env's scripted oracle. Its actions are recorded first, on separate env
     instances, and then replayed on fresh ones with the same seeds, so only the env is timed; the
     replay's mean episode return (1.0 when every episode is solved) shows it stayed in step.
@@ -14,6 +15,9 @@ Modes
     ``gym.make``: the same through Gymnasium's wrappers (order enforcing, env checker, time limit).
     ``sync x4`` / ``async x4``: ``gym.make_vec(id, num_envs=4, vectorization_mode=...)`` with
     default arguments; steps are env steps (4 per vector step, autoreset steps not counted).
+
+Single-process modes also report steps per CPU-second of this process, which stays steady when
+other work shares the machine (wall-clock rates then drop with the share of a core we get).
 
 Sandbox calls (the Code env's test harness, ToolUse's ``python`` tool) are counted in the
 single-process modes and reported as calls/s next to the steps; a separate line times a
@@ -41,6 +45,7 @@ from gym_tinker.spaces import TextSpace
 
 RESULTS = Path(__file__).parent / "results" / "env_throughput.json"
 NUM_ENVS = 4
+PYTHON_TOOL_CALL = '<tool_call>{"name": "python", "arguments": {"code": "print(6 * 7)"}}</tool_call>'
 GEM_GUESS_THE_NUMBER_STEPS_PER_S = 213_000  # GEM's GuessTheNumber, random actions, same machine kind
 
 
@@ -90,10 +95,16 @@ class Row:
     episodes: int
     mean_return: float
     sandbox_calls: dict[str, int] = field(default_factory=dict)
+    cpu_seconds: float | None = None
+    """This process's CPU time (single-process modes): steady on a machine shared with other work."""
 
     @property
     def steps_per_s(self) -> float:
         return self.steps / self.seconds if self.seconds else 0.0
+
+    @property
+    def steps_per_cpu_s(self) -> float | None:
+        return self.steps / self.cpu_seconds if self.cpu_seconds else None
 
 
 # --- single process ---------------------------------------------------------------------------
@@ -209,14 +220,15 @@ def run_vector(
 def random_vector_actions(
     actions: list[str], budget: float
 ) -> Callable[[np.ndarray], tuple[str, ...] | None]:
-    state = {"i": 0, "deadline": None}
+    calls = [0]
+    deadline: list[float] = []
 
     def next_actions(autoresetting: np.ndarray) -> tuple[str, ...] | None:
-        if state["deadline"] is None:
-            state["deadline"] = time.perf_counter() + budget
-        elif state["i"] % 16 == 0 and time.perf_counter() >= state["deadline"]:
+        if not deadline:
+            deadline.append(time.perf_counter() + budget)
+        elif calls[0] % 16 == 0 and time.perf_counter() >= deadline[0]:
             return None
-        i = state["i"] = state["i"] + 1
+        i = calls[0] = calls[0] + 1
         return tuple(actions[(i * NUM_ENVS + k) % len(actions)] for k in range(NUM_ENVS))
 
     return next_actions
@@ -256,41 +268,40 @@ def replay_vector_actions(
 def bench_env(env_id: str, *, seed: int, budget: float, modes: list[str]) -> list[Row]:
     rows = []
     space = TextSpace(seed=seed)
-    random_actions = [space.sample() for _ in range(4096)]
+    fixed_actions = {"random": [space.sample() for _ in range(4096)]}
+    if env_id == "tinker/ToolUse-v0":
+        # The oracle's plans use lookup, search and calculator only; time turns that run python.
+        fixed_actions["python call"] = [PYTHON_TOOL_CALL]
     seeds = [seed + k for k in range(NUM_ENVS)]
     streams = record_oracle(env_id, seeds, budget)
-    for policy in ("random", "oracle"):
+    for policy in [*fixed_actions, "oracle"]:
+        actions = fixed_actions.get(policy, fixed_actions["random"])
         for mode in modes:
             SANDBOX.reset()
+            cpu_seconds = None
             if mode in ("sync x4", "async x4"):
+                oracle = policy == "oracle"
                 feed = (
-                    random_vector_actions(random_actions, budget)
-                    if policy == "random"
-                    else replay_vector_actions(streams, budget)
+                    replay_vector_actions(streams, budget)
+                    if oracle
+                    else random_vector_actions(actions, budget)
                 )
                 steps, seconds, episodes, total = run_vector(env_id, mode.split()[0], seed, feed)
             else:
                 env = gym.make(env_id)
                 target = env.unwrapped if mode == "unwrapped" else env
-                warm_up(target, random_actions, seed)
+                warm_up(target, actions, seed)
                 SANDBOX.reset()
-                if policy == "random":
-                    steps, seconds, episodes, total = run_random_single(target, random_actions, seed, budget)
-                else:
+                cpu_start = time.process_time()
+                if policy == "oracle":
                     steps, seconds, episodes, total = replay_single(target, streams, seeds)
+                else:
+                    steps, seconds, episodes, total = run_random_single(target, actions, seed, budget)
+                cpu_seconds = time.process_time() - cpu_start
                 env.close()
-            rows.append(
-                Row(
-                    env_id,
-                    policy,
-                    mode,
-                    steps,
-                    seconds,
-                    episodes,
-                    total / max(episodes, 1),
-                    dict(SANDBOX.calls),
-                )
-            )
+            mean_return = total / max(episodes, 1)
+            calls = dict(SANDBOX.calls)
+            rows.append(Row(env_id, policy, mode, steps, seconds, episodes, mean_return, calls, cpu_seconds))
     return rows
 
 
@@ -318,7 +329,16 @@ def print_table(rows: list[Row], raw_sandbox: dict[str, float]) -> None:
     from rich.table import Table
 
     table = Table(title="gym_tinker env throughput (env steps per second)")
-    for name in ("env", "policy", "mode", "steps", "steps/s", "mean return", "sandbox calls/s"):
+    for name in (
+        "env",
+        "policy",
+        "mode",
+        "steps",
+        "steps/s",
+        "steps/CPU-s",
+        "mean return",
+        "sandbox calls/s",
+    ):
         table.add_column(name, justify="left" if name in ("env", "policy", "mode") else "right")
     for row in rows:
         sandbox = ", ".join(f"{k} {v / row.seconds:,.1f}" for k, v in row.sandbox_calls.items()) or "-"
@@ -330,6 +350,7 @@ def print_table(rows: list[Row], raw_sandbox: dict[str, float]) -> None:
             row.mode,
             f"{row.steps:,}",
             f"{row.steps_per_s:,.0f}",
+            "-" if row.steps_per_cpu_s is None else f"{row.steps_per_cpu_s:,.0f}",
             f"{row.mean_return:.3f}",
             sandbox,
         )
@@ -342,10 +363,11 @@ def print_table(rows: list[Row], raw_sandbox: dict[str, float]) -> None:
     console.print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end")
     for row in rows:
         if row.env == "tinker/GuessNumber-v0" and row.policy == "random" and row.mode == "unwrapped":
-            ratio = row.steps_per_s / GEM_GUESS_THE_NUMBER_STEPS_PER_S
+            cpu_rate = row.steps_per_cpu_s or 0.0
             console.print(
-                f"GuessNumber unwrapped, random actions: {row.steps_per_s:,.0f} steps/s = {ratio:.2f}x "
-                f"GEM GuessTheNumber's {GEM_GUESS_THE_NUMBER_STEPS_PER_S:,}"
+                f"GuessNumber unwrapped, random actions: {row.steps_per_s:,.0f} steps/s wall, "
+                f"{cpu_rate:,.0f} per CPU-second = {cpu_rate / GEM_GUESS_THE_NUMBER_STEPS_PER_S:.2f}x "
+                f"GEM GuessTheNumber's {GEM_GUESS_THE_NUMBER_STEPS_PER_S:,}/s"
             )
 
 
@@ -391,7 +413,10 @@ def main() -> None:
             "load_average_1min_at_end": os.getloadavg()[0],
         },
         "sandbox_trivial_program": raw_sandbox,
-        "rows": [{**asdict(row), "steps_per_s": row.steps_per_s} for row in rows],
+        "rows": [
+            {**asdict(row), "steps_per_s": row.steps_per_s, "steps_per_cpu_s": row.steps_per_cpu_s}
+            for row in rows
+        ],
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.output}")

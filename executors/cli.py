@@ -260,6 +260,7 @@ def cluster_up(
         address = cluster.start()
         console.print(f"gym-tinker cluster at [bold]{address}[/bold] ({workers} workers); Ctrl-C stops it")
         console.print(f"  export GYM_TINKER_ADDRESS={address}", highlight=False)
+        console.file.flush()  # scripts read the address from a pipe
         while not stop:
             if cluster.scheduler is not None and cluster.scheduler.poll() is not None:
                 raise _fail(EXIT_CONNECT, f"the scheduler exited with code {cluster.scheduler.returncode}")
@@ -272,6 +273,12 @@ def cluster_up(
         console.print("stopping the cluster")
         cluster.stop()
         signal.signal(signal.SIGTERM, previous)
+
+
+# `gym-tinker serve`: the OpenAI-compatible server (options and help live in executors.serve).
+from executors.serve import serve_command  # noqa: E402  (typer only; torch loads when serving starts)
+
+app.command("serve")(serve_command)
 
 
 if __name__ == "__main__":

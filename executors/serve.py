@@ -166,7 +166,9 @@ def serve_command(
     model: Annotated[
         str,
         typer.Option(
-            "--model", "-m", help="tiny-random, smollm2-135m-instruct, a .gguf file or a Hugging Face model folder."
+            "--model",
+            "-m",
+            help="tiny-random, smollm2-135m-instruct, a .gguf file or a Hugging Face model folder.",
         ),
     ],
     adapter: Annotated[
@@ -177,7 +179,9 @@ def serve_command(
     device: Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")] = "cpu",
     dtype: Annotated[str | None, typer.Option(help="Torch dtype, e.g. float32 or bfloat16.")] = None,
     served_name: Annotated[str | None, typer.Option(help="The base model's name in the API.")] = None,
-    wait_ms: Annotated[float, typer.Option(help="How long to collect concurrent requests into a batch.")] = 5.0,
+    wait_ms: Annotated[
+        float, typer.Option(help="How long to collect concurrent requests into a batch.")
+    ] = 5.0,
     max_batch_rows: Annotated[int, typer.Option(help="Most sequences sampled in one batch.")] = 64,
     threads: Annotated[int | None, typer.Option(help="Torch CPU threads (default: torch's choice).")] = None,
 ) -> None:

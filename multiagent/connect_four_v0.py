@@ -13,8 +13,9 @@ Observation
 
 Action
     Any string, read leniently: ``"4"``, ``"column 4"``, ``"<move>4</move>"``, ``"[4]"``. The
-    most explicit part is used (tag, ``\\boxed{}``, brackets, else the whole text) and in it the
-    last number; only ASCII digits count. An unreadable answer, a column outside 1-7 or a full
+    parts of the answer are tried from the most explicit (tag, ``\\boxed{}``, brackets, then
+    the whole text) and the last number of the first part that has one is the column; only
+    ASCII digits count. An unreadable answer, a column outside 1-7 or a full
     column costs a retry; after ``max_retries`` retries in one turn the next bad answer forfeits.
 
 Rewards
@@ -56,7 +57,7 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from multiagent.connect_four.board import COLUMNS, Board
 from multiagent.core import GameOver, TurnBasedTextGame, turn_based_env, turn_based_parallel_env
-from multiagent.parsing import focus
+from multiagent.parsing import candidates
 
 __all__ = ["env", "max_cycles", "parallel_env", "raw_env"]
 
@@ -82,7 +83,7 @@ class raw_env(TurnBasedTextGame[int]):
 
     metadata: ClassVar[dict[str, Any]] = {**TurnBasedTextGame.metadata, "name": "connect_four_v0"}
     players = ("player_0", "player_1")
-    description = "Connect four: four in a line on a 6x7 board (AEC, 2 players)."
+    description = "Connect four: four in a line on a 6x7 board."
     default_max_cycles = max_cycles
 
     def _new_game(self, options: dict[str, Any] | None) -> str:
@@ -96,10 +97,11 @@ class raw_env(TurnBasedTextGame[int]):
     def _interpret(self, agent: str, text: str) -> tuple[int | None, str]:
         column = _EXACT.get(text.strip())
         if column is None:
-            numbers = _NUMBER.findall(focus(text))
-            if not numbers:
+            column = next(
+                (int(found[-1]) for part in candidates(text) if (found := _NUMBER.findall(part))), None
+            )
+            if column is None:
                 return None, "no column number found in it"
-            column = int(numbers[-1])
         if not 1 <= column <= COLUMNS:
             return None, f"{column} is not a column (columns are 1-{COLUMNS})"
         if not self.board.can_drop(column):

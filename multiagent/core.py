@@ -1,20 +1,22 @@
-"""`TurnBasedTextGame`: the base class of the turn-based (AEC) text games, and their parallel view."""
+"""`TurnBasedTextGame`: the base class of the turn-based (AEC) text games.
+
+Its wrappers (:func:`turn_based_env`, :func:`turn_based_parallel_env`) live in
+:mod:`multiagent.wrappers` and are re-exported here.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Generic, NamedTuple, TypeVar
 
 import gymnasium
 import numpy as np
 from gymnasium.utils import seeding
-from pettingzoo import AECEnv, ParallelEnv
-from pettingzoo.utils.conversions import turn_based_aec_to_parallel
-from pettingzoo.utils.env_logger import EnvLogger
-from pettingzoo.utils.wrappers import OrderEnforcingWrapper
+from pettingzoo import AECEnv
 
 from gym_tinker.spaces import TextObservation, TextSpace
 from multiagent.parsing import snippet
+from multiagent.wrappers import TextGameWrapper, turn_based_env, turn_based_parallel_env
 
 __all__ = [
     "GameOver",
@@ -121,7 +123,8 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
     }
     #: Agent names in turn order.
     players: ClassVar[tuple[str, ...]] = ()
-    #: One line describing the game, shown by ``multiagent.list_games()``.
+    #: One line describing the game (``multiagent.GAMES`` holds the same line for listing games
+    #: without importing them).
     description: ClassVar[str] = ""
     #: Default for ``max_cycles``.
     default_max_cycles: ClassVar[int] = 100
@@ -381,88 +384,3 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
-
-class TextGameWrapper(OrderEnforcingWrapper[str, str, str | None]):
-    """PettingZoo's :class:`~pettingzoo.utils.wrappers.OrderEnforcingWrapper`, with fast access.
-
-    Same checks (``AttributeError`` for state read before ``reset``, errors for ``step``,
-    ``observe``, ``render`` and ``agent_iter`` before ``reset``, a warning for ``step`` after the
-    end), but the state the AEC loop reads every step (``agents``, ``agent_selection``,
-    ``rewards``, ``terminations``, ``truncations``, ``infos``) and ``last()`` are forwarded
-    directly instead of through ``__getattr__``, which costs an internal ``AttributeError``
-    per read and used to be most of the time of a tic-tac-toe step.
-
-    Example:
-        >>> from multiagent import tictactoe_v0
-        >>> env = tictactoe_v0.env()
-        >>> isinstance(env, TextGameWrapper), isinstance(env, OrderEnforcingWrapper)
-        (True, True)
-        >>> env.agents
-        Traceback (most recent call last):
-        ...
-        AttributeError: agents cannot be accessed before reset
-    """
-
-    # Plain properties, not one generic helper: each read is on the hot path of every step.
-    @property  # type: ignore[override]
-    def agents(self) -> list[str]:
-        if not self._has_reset:
-            raise AttributeError("agents cannot be accessed before reset")
-        return self.env.agents
-
-    @property  # type: ignore[override]
-    def agent_selection(self) -> str:
-        if not self._has_reset:
-            raise AttributeError("agent_selection cannot be accessed before reset")
-        return self.env.agent_selection
-
-    @property  # type: ignore[override]
-    def rewards(self) -> dict[str, float]:
-        if not self._has_reset:
-            raise AttributeError("rewards cannot be accessed before reset")
-        return self.env.rewards
-
-    @property  # type: ignore[override]
-    def terminations(self) -> dict[str, bool]:
-        if not self._has_reset:
-            raise AttributeError("terminations cannot be accessed before reset")
-        return self.env.terminations
-
-    @property  # type: ignore[override]
-    def truncations(self) -> dict[str, bool]:
-        if not self._has_reset:
-            raise AttributeError("truncations cannot be accessed before reset")
-        return self.env.truncations
-
-    @property  # type: ignore[override]
-    def infos(self) -> dict[str, dict[str, Any]]:
-        if not self._has_reset:
-            raise AttributeError("infos cannot be accessed before reset")
-        return self.env.infos
-
-    def last(self, observe: bool = True) -> tuple[str | None, float, bool, bool, dict[str, Any]]:
-        """Observation, cumulative reward, terminated, truncated and info of the agent to act."""
-        if not self._has_reset:
-            EnvLogger.error_observe_before_reset()
-        return self.env.last(observe)
-
-
-def turn_based_env(raw_env: Callable[..., AECEnv], **kwargs: Any) -> AECEnv:
-    """``raw_env(**kwargs)`` wrapped the way every game's ``env()`` is: order enforcing
-    (:class:`TextGameWrapper`).
-
-    PettingZoo's ``AssertOutOfBounds``/``TerminateIllegal`` wrappers are for discrete actions;
-    text games check their own moves.
-    """
-    return TextGameWrapper(raw_env(**kwargs))
-
-
-def turn_based_parallel_env(raw_env: Callable[..., AECEnv], **kwargs: Any) -> ParallelEnv:
-    """The parallel view of a turn-based game: every step, every live agent sends an action and
-    only the agent to move (``infos[agent]["active_agent"]``) is played; the others are ignored.
-
-    Each parallel step is one cycle, so ``max_cycles`` counts parallel steps here.
-    """
-    kwargs.setdefault("steps_per_cycle", 1)
-    return turn_based_aec_to_parallel(raw_env(**kwargs))

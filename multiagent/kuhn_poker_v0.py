@@ -16,8 +16,8 @@ Observation
 
 Action
     Any string, read leniently: the last of ``check``, ``bet``, ``call``, ``fold``, ``pass``,
-    ``raise`` (any case) in the most explicit part (``<move>bet</move>``, ``\\boxed{}``,
-    ``[bet]``, else the whole text). ``pass`` means check, or fold when facing a bet; ``raise``
+    ``raise`` (any case, whole words) in the first part of the answer that names one, trying
+    the most explicit first (``<move>bet</move>``, ``\\boxed{}``, ``[bet]``, then the whole text). ``pass`` means check, or fold when facing a bet; ``raise``
     means bet. Anything else, or an illegal word (``call`` with no bet to call), costs a retry;
     after ``max_retries`` retries in one turn the next bad answer forfeits.
 
@@ -25,6 +25,10 @@ Rewards
     Net chips: +1/-1 for a fold or a showdown after checks, +2/-2 for a called bet (zero-sum).
     A forfeit gives the offender ``forfeit_penalty`` (default -1) and the opponent the chips the
     offender had put in, as if it had folded. Truncation after ``max_cycles`` gives 0.
+
+Render
+    ``render()`` (``"ansi"``/``"human"``) shows the table: both cards and the betting. It is for
+    people watching, never an agent's observation.
 
 Determinism and options
     The deal comes from ``np_random``, seeded by ``reset(seed=...)``: same seed, same cards.
@@ -85,7 +89,7 @@ class raw_env(TurnBasedTextGame[str]):
 
     metadata: ClassVar[dict[str, Any]] = {**TurnBasedTextGame.metadata, "name": "kuhn_poker_v0"}
     players = ("player_0", "player_1")
-    description = "Kuhn poker: one card each from J, Q, K, one betting round (AEC, 2 players, hidden cards)."
+    description = "Kuhn poker: one hidden card each from J, Q, K and one betting round."
     default_max_cycles = max_cycles
 
     def _new_game(self, options: dict[str, Any] | None) -> str:

@@ -1,8 +1,9 @@
 """Lenient parsing of game moves from free text: tags, brackets, coordinates, numbers, keywords.
 
 Players are language models, so a move arrives as ``"5"``, ``"I play 5"``, ``"<move>5</move>"``,
-``"[5]"`` or a paragraph of reasoning that ends with the move. The helpers here find the most
-explicit part of an answer (:func:`focus`) and read a number or a keyword from it.
+``"[5]"`` or a paragraph of reasoning that ends with the move. The helpers here list the parts of
+an answer from the most explicit (:func:`candidates`: a tag, ``\\boxed{}``, brackets, then the
+whole text) and read a number or a keyword from the first part that has one.
 
 Rules every helper follows:
 
@@ -22,6 +23,7 @@ from functools import lru_cache
 __all__ = [
     "MAX_INT_DIGITS",
     "ascii_ints",
+    "candidates",
     "focus",
     "keyword_pattern",
     "last_keyword",
@@ -53,11 +55,38 @@ def tag_pattern(tag: str) -> re.Pattern[str]:
     return re.compile(rf"<\s*{tag}\s*>(.*?)<\s*/\s*{tag}\s*>", re.IGNORECASE | re.DOTALL)
 
 
-def focus(text: str, tag: str = "move") -> str:
-    """The most explicit part of an answer, where the move should be read.
+def candidates(text: str, tag: str = "move") -> list[str]:
+    """Where to look for the move, most explicit first.
 
-    In order: the content of the last ``<tag>...</tag>``, else of the last ``\\boxed{...}``,
-    else of the last ``[...]`` (up to 40 characters), else the whole text.
+    The content of the last ``<tag>...</tag>``, of the last ``\\boxed{...}``, of the last
+    ``[...]`` (up to 40 characters), each if present, and always the whole text last. A parser
+    takes the first candidate that holds a move, so ``"[thinking] I play 5"`` still reads 5.
+
+    Example:
+        >>> candidates("[draft] I'd say <move>5</move>")
+        ['5', 'draft', "[draft] I'd say <move>5</move>"]
+        >>> candidates("I play 7")
+        ['I play 7']
+    """
+    found: list[str] = []
+    if "<" in text:
+        tagged = tag_pattern(tag).findall(text)
+        if tagged:
+            found.append(str(tagged[-1]))
+    if "\\boxed" in text:
+        boxed = _BOXED.findall(text)
+        if boxed:
+            found.append(str(boxed[-1]))
+    if "[" in text:
+        bracketed = _BRACKET.findall(text)
+        if bracketed:
+            found.append(str(bracketed[-1]))
+    found.append(text)
+    return found
+
+
+def focus(text: str, tag: str = "move") -> str:
+    """The most explicit part of an answer: the first of :func:`candidates`.
 
     Example:
         >>> focus("I think 3 is taken, so <move>5</move>")
@@ -65,19 +94,7 @@ def focus(text: str, tag: str = "move") -> str:
         >>> focus("my answer: [b2]"), focus("I play 7")
         ('b2', 'I play 7')
     """
-    if "<" in text:
-        found = tag_pattern(tag).findall(text)
-        if found:
-            return str(found[-1])
-    if "\\boxed" in text:
-        found = _BOXED.findall(text)
-        if found:
-            return str(found[-1])
-    if "[" in text:
-        found = _BRACKET.findall(text)
-        if found:
-            return str(found[-1])
-    return text
+    return candidates(text, tag)[0]
 
 
 def ascii_ints(text: str) -> list[int]:
@@ -91,16 +108,21 @@ def ascii_ints(text: str) -> list[int]:
 
 
 def parse_int(text: str, tag: str = "move") -> int | None:
-    """The last ASCII integer in the focused part of ``text`` (see :func:`focus`), or None.
+    """The last ASCII integer in the first of :func:`candidates` that has one, or None.
 
     The last one, because reasoning tends to end with the decision ("3 is taken, I play 5").
 
     Example:
         >>> parse_int("I play 5"), parse_int("<move>7</move> (not 8)"), parse_int("five")
         (5, 7, None)
+        >>> parse_int("[thinking] I play 5")
+        5
     """
-    found = _INT.findall(focus(text, tag))
-    return int(found[-1]) if found else None
+    for part in candidates(text, tag):
+        found = _INT.findall(part)
+        if found:
+            return int(found[-1])
+    return None
 
 
 def keyword_pattern(words: Iterable[str]) -> re.Pattern[str]:
@@ -120,16 +142,19 @@ def keyword_pattern(words: Iterable[str]) -> re.Pattern[str]:
 
 
 def last_keyword(pattern: re.Pattern[str], text: str, tag: str = "move") -> str | None:
-    """The last match of ``pattern`` in the focused part of ``text``, lower-cased, or None.
+    """The last match of ``pattern`` in the first of :func:`candidates` that has one, lower-cased.
 
-    Runs of whitespace inside the match are collapsed to one space.
+    Runs of whitespace inside the match are collapsed to one space. None if nothing matches.
 
     Example:
         >>> last_keyword(keyword_pattern(["call", "fold"]), "I won't fold. I CALL.")
         'call'
     """
-    found = pattern.findall(focus(text, tag))
-    return " ".join(found[-1].lower().split()) if found else None
+    for part in candidates(text, tag):
+        found = pattern.findall(part)
+        if found:
+            return " ".join(found[-1].lower().split())
+    return None
 
 
 def snippet(text: str, limit: int = 60) -> str:

@@ -68,9 +68,11 @@ def check_game(
         env_fn: Builds the AEC env; must accept ``render_mode=`` and ``max_cycles=``.
         parallel_env_fn: Builds the parallel env (same keywords), if the game has one.
         module: The game's module (``env``, ``parallel_env``, ``max_cycles``) for PettingZoo's
-            ``max_cycles_test``. That test requires every agent to act once per cycle for
-            exactly ``max_cycles`` cycles, so it runs only for games whose metadata says
-            ``is_parallelizable``; turn-based games get the exact truncation check instead.
+            ``max_cycles_test``. That test asserts every agent is stepped exactly
+            ``max_cycles + 1`` times, which a turn-based game cannot promise (a retry gives one
+            agent an extra step; tic-tac-toe or a poker hand may end sooner), so it runs only
+            for games whose metadata says ``is_parallelizable`` (all agents act every cycle).
+            Every game gets the exact ``truncation`` check.
         num_cycles: Cycles for PettingZoo's play tests.
         seed: Seed for the determinism checks.
         stall_action: An answer that is never a legal move, for the truncation check.
@@ -86,6 +88,12 @@ def check_game(
         >>> report.passed[:3]
         ['api_test', 'seed_test', 'render_test']
     """
+    if not isinstance(num_cycles, int) or num_cycles < 1:
+        raise ValueError(f"Expected `num_cycles` to be an int >= 1, got {num_cycles!r}")
+    if not isinstance(fuzz_examples, int) or fuzz_examples < 0:
+        raise ValueError(f"Expected `fuzz_examples` to be an int >= 0, got {fuzz_examples!r}")
+    if not isinstance(stall_action, str):
+        raise TypeError(f"Expected `stall_action` to be a str, got {type(stall_action).__name__}")
     stall = dict({"max_retries": None} if stall_kwargs is None else stall_kwargs)
     report = GameCheckReport()
     probe = env_fn()

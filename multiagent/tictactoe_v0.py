@@ -14,9 +14,10 @@ Observation
 
 Action
     Any string. Read leniently: ``"5"``, ``"I play 5"``, ``"<move>5</move>"``, ``"[5]"``, or a
-    coordinate ``"b2"`` (columns a-c left to right, rows 1-3 top to bottom). The most explicit
-    part is used (tag, then ``\\boxed{}``, then brackets, then the whole text), and in it the
-    last coordinate, else the last number not glued to a letter (``"d4"`` is neither). Only
+    coordinate ``"b2"`` (columns a-c left to right, rows 1-3 top to bottom). The parts of the
+    answer are tried from the most explicit (tag, then ``\\boxed{}``, then brackets, then the
+    whole text); in the first that names a square, the last coordinate wins, else the last
+    number not glued to a letter (``"d4"`` is neither). Only
     ASCII digits count. An unreadable answer or a taken square costs a retry; after
     ``max_retries`` retries in one turn (default 2) the next bad answer forfeits.
 
@@ -59,7 +60,7 @@ from typing import Any, ClassVar
 from pettingzoo import AECEnv, ParallelEnv
 
 from multiagent.core import GameOver, TurnBasedTextGame, turn_based_env, turn_based_parallel_env
-from multiagent.parsing import focus
+from multiagent.parsing import candidates
 from multiagent.tictactoe.board import EMPTY, Board, square_of
 
 __all__ = ["env", "max_cycles", "parallel_env", "raw_env"]
@@ -78,6 +79,19 @@ _INDEX = {"player_0": 0, "player_1": 1}
 _HOW = "Answer with a square number 1-9, or a coordinate such as b2 (columns a-c, rows 1-3)."
 
 
+def _read_square(text: str) -> int | None:
+    """The square named in the first candidate part that names one: a coordinate, else a number."""
+    for part in candidates(text):
+        coords = _COORD.findall(part)
+        if coords:
+            column, row = coords[-1]
+            return square_of(column, int(row))
+        numbers = _NUMBER.findall(part)
+        if numbers:
+            return int(numbers[-1])
+    return None
+
+
 class raw_env(TurnBasedTextGame[int]):
     """Tic-tac-toe, unwrapped. See the module docstring for rules, observations and rewards.
 
@@ -91,7 +105,7 @@ class raw_env(TurnBasedTextGame[int]):
 
     metadata: ClassVar[dict[str, Any]] = {**TurnBasedTextGame.metadata, "name": "tictactoe_v0"}
     players = ("player_0", "player_1")
-    description = "Tic-tac-toe: three in a row on a 3x3 grid (AEC, 2 players)."
+    description = "Tic-tac-toe: three in a row on a 3x3 grid."
     default_max_cycles = max_cycles
 
     def _new_game(self, options: dict[str, Any] | None) -> str:
@@ -105,16 +119,9 @@ class raw_env(TurnBasedTextGame[int]):
     def _interpret(self, agent: str, text: str) -> tuple[int | None, str]:
         square = _EXACT.get(text.strip())
         if square is None:
-            part = focus(text)
-            coords = _COORD.findall(part)
-            if coords:
-                column, row = coords[-1]
-                square = square_of(column, int(row))
-            else:
-                numbers = _NUMBER.findall(part)
-                if not numbers:
-                    return None, "no square found in it"
-                square = int(numbers[-1])
+            square = _read_square(text)
+            if square is None:
+                return None, "no square found in it"
         if not 1 <= square <= 9:
             return None, f"{square} is not a square (squares are 1-9)"
         if self.board.cells[square - 1] != EMPTY:

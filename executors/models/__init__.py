@@ -6,6 +6,7 @@ Package layout: ``executors/models/tiny.py`` holds the tiny random test model
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -21,6 +22,7 @@ __all__ = [
     "clear_model_cache",
     "load_model",
     "model_cache_dir",
+    "model_folder",
 ]
 
 MODEL_CACHE_ENV = "GYM_TINKER_MODEL_CACHE"
@@ -228,7 +230,7 @@ def _load_smollm2(dtype: Any) -> tuple[Any, Any]:
 
 
 def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
-    """Save a dequantized GGUF model as a plain HF folder, atomically (write aside, then rename)."""
+    """Save a model (a dequantized GGUF one too) as a plain HF folder, atomically (write aside, then rename)."""
     # The dequantized weights are ordinary tensors, but the GGUF quantizer left on the model
     # makes save_pretrained refuse; dropping it saves a normal folder.
     model.hf_quantizer = None
@@ -247,3 +249,48 @@ def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def model_folder(ref: str | os.PathLike[str]) -> Path:
+    """A plain Hugging Face folder holding the model of ``ref``, for tools that need one (vLLM).
+
+    A local folder is returned as is. ``smollm2-135m-instruct`` and ``.gguf`` files are
+    converted once into :func:`model_cache_dir` (dequantized); ``tiny-random`` is saved there.
+
+    Raises:
+        ModelLoadError: As :func:`load_model`.
+
+    Example:
+        >>> folder = model_folder("tiny-random")
+        >>> (folder / "config.json").is_file(), folder == model_folder("tiny-random")
+        (True, True)
+    """
+    ref_str = os.fspath(ref)
+    cache = model_cache_dir()
+    if ref_str == TINY:
+        folder = cache / TINY
+        if not (folder / "config.json").is_file():
+            from executors.models.tiny import tiny_random_model
+
+            _save_converted(*tiny_random_model(), folder)
+        return folder
+    if ref_str == SMOLLM2:
+        folder = cache / SMOLLM2
+        if not (folder / "config.json").is_file():
+            _save_converted(*_load_gguf(_smollm2_gguf(), None), folder)
+        return folder
+    path = Path(ref_str).expanduser()
+    if path.suffix.lower() == ".gguf" and path.is_file():
+        stat = path.stat()
+        # Keyed by the file's identity, so an edited or replaced file is converted again.
+        digest = hashlib.sha1(f"{path.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode()).hexdigest()[:12]
+        folder = cache / f"gguf-{path.stem}-{digest}"
+        if not (folder / "config.json").is_file():
+            _save_converted(*_load_gguf(path, None), folder)
+        return folder
+    if path.is_dir() and (path / "config.json").is_file():
+        return path
+    raise ModelLoadError(
+        f"Model reference {ref_str!r}: tried a named model (one of {', '.join(NAMED_MODELS)}), an existing "
+        f".gguf file and a local Hugging Face folder with a config.json at {path.resolve()}; none matched"
+    )

@@ -55,7 +55,6 @@ def _state_for(model: Any) -> _ModelState:
 @dataclass
 class _Row:
     request: RowRequest
-    index: int
     generator: Any
     tokens: list[int] = field(default_factory=list)
     logprobs: list[float] = field(default_factory=list)
@@ -86,6 +85,9 @@ class HFSampler(RenderingPolicy):
     :func:`~executors.sampling.common.row_seed` ``(s, i)``, so the same seed and prompts give
     the same completions, and a row's completion does not depend on the other rows in the
     batch (up to float rounding from padding, which can flip a draw that falls on a boundary).
+
+    Thread-safe: calls from several threads run one at a time (the server's
+    :class:`~executors.server.BatchingEngine` merges concurrent requests into one batch).
 
     Args:
         model: A model reference for :func:`executors.models.load_model`, or a ``(model,
@@ -274,10 +276,7 @@ class HFSampler(RenderingPolicy):
 
         self.forward_batches += 1
         device = self.device
-        rows = [
-            _Row(req, i, torch.Generator().manual_seed(req.seed % (1 << 63)))
-            for i, req in enumerate(requests)
-        ]
+        rows = [_Row(req, torch.Generator().manual_seed(req.seed % (1 << 63))) for req in requests]
         width = max(len(r.request.prompt_ids) for r in rows)
         input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
         mask = torch.zeros((len(rows), width), dtype=torch.long)

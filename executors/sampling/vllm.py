@@ -57,8 +57,9 @@ class VLLMSampler(RenderingPolicy):
     the sampled tokens under the raw model (vLLM's default ``raw_logprobs`` mode).
 
     Args:
-        model: A Hugging Face folder or hub id vLLM can load (GGUF and named models: convert
-            them with :func:`executors.models.load_model` first; its cache folder works here).
+        model: A Hugging Face folder or hub id vLLM can load, or one of our references
+            (``tiny-random``, ``smollm2-135m-instruct``, a ``.gguf`` file), converted once to a
+            folder by :func:`executors.models.model_folder`.
         renderer: Chat renderer; default :class:`executors.chat.HFChatRenderer` over vLLM's tokenizer.
         max_loras: Most adapters vLLM keeps on the GPU at once.
         max_lora_rank: Largest LoRA rank accepted.
@@ -80,8 +81,13 @@ class VLLMSampler(RenderingPolicy):
         check_vllm_available()
         from vllm import LLM
 
+        from executors.models import NAMED_MODELS, model_folder
+
+        ref = os.fspath(model)
+        if ref in NAMED_MODELS or ref.lower().endswith(".gguf"):
+            ref = str(model_folder(ref))  # vLLM wants a plain folder; convert once, as load_model does
         self.llm = LLM(
-            model=os.fspath(model),
+            model=ref,
             enable_lora=True,
             max_loras=max_loras,
             max_lora_rank=max_lora_rank,

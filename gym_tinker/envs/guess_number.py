@@ -126,8 +126,8 @@ class GuessNumberEnv(TextEnv):
     description: ClassVar[str] = (
         "Guess a secret integer from higher/lower feedback; fewer guesses, more reward."
     )
-    # The largest per-difficulty budget, so `gym.make`'s TimeLimit never cuts an episode short.
-    default_max_turns: ClassVar[int] = max(DIFFICULTY_TURNS.values())
+    # The budget at the default difficulty; with `max_turns=None`, medium and hard get more.
+    default_max_turns: ClassVar[int] = DIFFICULTY_TURNS["easy"]
 
     def __init__(
         self,

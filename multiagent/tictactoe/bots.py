@@ -70,6 +70,8 @@ def best_moves(cells: str, to_move: str) -> list[int]:
         >>> best_moves("XX.O.....", "O")  # block
         [3]
     """
+    if len(cells) != 9 or set(cells) - set("XO.") or to_move not in ("X", "O"):
+        raise ValueError(f"Expected 9 cells of X, O or '.' and a mark X or O, got {cells!r} and {to_move!r}")
     other = "O" if to_move == "X" else "X"
     scored = [
         (-_value(cells[:i] + to_move + cells[i + 1 :], other), i + 1) for i, c in enumerate(cells) if c == "."

@@ -77,6 +77,20 @@ def test_smollm2_without_its_package_says_how_to_install(monkeypatch):
         models._smollm2_gguf()
 
 
+def test_model_folder_gives_a_loadable_folder(tmp_path, monkeypatch):
+    monkeypatch.setenv(models.MODEL_CACHE_ENV, str(tmp_path / "cache"))
+    folder = models.model_folder("tiny-random")
+    assert folder == tmp_path / "cache" / "tiny-random"
+    model, _ = load_model(folder)
+    reference, _ = tiny_random_model()
+    ids = torch.tensor([[1, 40, 41]])
+    with torch.inference_mode():
+        assert torch.allclose(model(input_ids=ids).logits, reference(input_ids=ids).logits, atol=1e-5)
+    assert models.model_folder(folder) == folder
+    with pytest.raises(ModelLoadError, match="none matched"):
+        models.model_folder(tmp_path / "absent")
+
+
 def test_bad_arguments():
     with pytest.raises(TypeError, match="model reference"):
         load_model(42)  # type: ignore[arg-type]
@@ -108,5 +122,11 @@ def test_smollm2_converts_once_then_loads_fast(tmp_path, monkeypatch):
             params=SamplingParams(max_tokens=16, temperature=0.0),
         )
         assert "4" in c.text
+        # The .gguf file loads directly too, with the same (dequantized) weights as the saved folder.
+        direct, _ = load_model(models._smollm2_gguf())
+        ids = torch.tensor([list(c.prompt_ids)])
+        with torch.inference_mode():
+            assert torch.allclose(direct(input_ids=ids).logits, again(input_ids=ids).logits, atol=1e-4)
+        assert models.model_folder("smollm2-135m-instruct") == tmp_path / "smollm2-135m-instruct"
     finally:
         models.clear_model_cache()

@@ -6,6 +6,8 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 httpx = pytest.importorskip("httpx")
@@ -144,8 +146,30 @@ def test_streaming_gives_the_same_text_as_a_plain_request(client):
     assert "".join(c.choices[0].delta.content or "" for c in streamed) == plain_chat
 
 
+def test_streaming_never_sends_the_stop_string(client):
+    ask = dict(model=MODEL, prompt=[1, 50, 51, 52], max_tokens=24, temperature=0)
+    full = client.completions.create(**ask).choices[0].text
+    at = next(
+        k for k in range(3, len(full) - 3) if full[k : k + 3].isascii() and full[k : k + 3].isprintable()
+    )
+    stop = full[at : at + 3]
+    plain = client.completions.create(stop=[stop], **ask).choices[0]
+    streamed = "".join(c.choices[0].text for c in client.completions.create(stop=[stop], stream=True, **ask))
+    assert plain.finish_reason == "stop"
+    assert plain.text == full[: full.find(stop)] == streamed
+
+
 def test_streaming_with_tools_holds_text_for_the_final_chunk_and_reports_usage(client):
-    tools = [{"type": "function", "function": {"name": "f", "description": "F.", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "f",
+                "description": "F.",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
     ask = dict(model=MODEL, messages=[{"role": "user", "content": "Hi"}], tools=tools, max_tokens=10, seed=4)
     plain = client.chat.completions.create(logprobs=True, **ask).choices[0]
     chunks = list(client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **ask))
@@ -157,7 +181,14 @@ def test_streaming_with_tools_holds_text_for_the_final_chunk_and_reports_usage(c
 
 
 def test_n_completions_per_prompt(server):
-    body = {"model": MODEL, "prompt": ["a", "b"], "n": 3, "max_tokens": 5, "seed": 1, "return_token_ids": True}
+    body = {
+        "model": MODEL,
+        "prompt": ["a", "b"],
+        "n": 3,
+        "max_tokens": 5,
+        "seed": 1,
+        "return_token_ids": True,
+    }
     choices = httpx.post(f"{server[0]}/completions", json=body).json()["choices"]
     assert [c["index"] for c in choices] == list(range(6))
     assert len({tuple(c["token_ids"]) for c in choices[:3]}) == 3
@@ -193,7 +224,15 @@ BAD_REQUESTS = [
     ("completions", b'{"model": "tiny", "prompt": ""}', "prompt"),
     ("completions", b'{"model": "nope", "prompt": "x"}', "model"),
     ("completions", b'{"model": "tiny", "prompt": "x", "max_tokens": 5000}', "max_tokens"),
+    ("completions", b'{"model": "tiny", "prompt": "x", "top_p": NaN}', "top_p"),
+    ("completions", b'{"model": "tiny", "prompt": "x", "temperature": Infinity}', "temperature"),
+    ("completions", b'{"model": "tiny", "prompt": [[1], []]}', "prompt"),
     ("chat/completions", b'{"model": "tiny", "messages": []}', "messages"),
+    (
+        "chat/completions",
+        b'{"model": "tiny", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}',
+        "messages",
+    ),
     ("chat/completions", b'{"model": "tiny", "messages": [{"role": "wizard", "content": "x"}]}', "messages"),
     (
         "chat/completions",
@@ -211,6 +250,53 @@ def test_bad_requests_get_400_with_an_openai_error_body(server, path, body, para
     assert set(error) == {"message", "type", "param", "code"}
     assert error["type"] == "invalid_request_error" and error["message"]
     assert error["param"] == param
+
+
+_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 70000),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=5),
+)
+_KEYS = st.sampled_from(["role", "content", "type", "text", "function", "name", "tool_calls", "arguments"])
+_VALUE = st.recursive(
+    _LEAF,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_KEYS, inner, max_size=3)),
+    max_leaves=8,
+)
+_FIELDS = [
+    "prompt",
+    "messages",
+    "temperature",
+    "top_p",
+    "n",
+    "stop",
+    "seed",
+    "stream",
+    "logprobs",
+    "tools",
+    "tool_choice",
+    "return_token_ids",
+    "top_logprobs",
+]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    path=st.sampled_from(["completions", "chat/completions"]),
+    extra=st.dictionaries(st.sampled_from(_FIELDS), _VALUE, max_size=4),
+    valid_base=st.booleans(),
+)
+def test_arbitrary_json_fields_get_200_or_400_never_500(server, path, extra, valid_base):
+    body = {"model": MODEL, "max_tokens": 2}
+    if valid_base:
+        body |= {"prompt": "hi", "messages": [{"role": "user", "content": "hi"}]}
+    body |= extra
+    response = httpx.post(f"{server[0]}/{path}", json=body, timeout=60)
+    assert response.status_code in (200, 400), response.text
+    if response.status_code == 400:
+        assert set(response.json()["error"]) == {"message", "type", "param", "code"}
 
 
 def test_over_long_prompt_is_a_400_that_says_so(client):
@@ -257,7 +343,17 @@ def test_serve_runs_as_a_process(tmp_path, adapter_path):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    cmd = [sys.executable, "-m", "executors.serve", "--model", "tiny-random", "--port", str(port), "--threads", "1"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "executors.serve",
+        "--model",
+        "tiny-random",
+        "--port",
+        str(port),
+        "--threads",
+        "1",
+    ]
     cmd += ["--adapter", f"tuned={adapter_path}"]
     process = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
@@ -277,3 +373,4 @@ def test_serve_runs_as_a_process(tmp_path, adapter_path):
     finally:
         process.terminate()
         process.wait(30)
+        process.stderr.close()

@@ -6,6 +6,7 @@ import datetime as dt
 import ipaddress
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -93,10 +94,12 @@ def tls_cluster(tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "executors.cli", "cluster", "up", "--port", "0", "--workers", "1",
          "--state-dir", str(tmp_path / "state"), "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )  # fmt: skip
     try:
-        line = proc.stdout.readline() if proc.stdout else ""
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], 90)
+        line = proc.stdout.readline() if ready else ""
         match = re.search(r"tls://127\.0\.0\.1:\d+", line)
         assert match, f"cluster up printed {line!r}"
         yield match.group(0), (ca, cert, key)
@@ -107,6 +110,8 @@ def tls_cluster(tmp_path):
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
     assert proc.returncode == 0
 
 

@@ -112,8 +112,8 @@ def test_difficulty_sets_range_and_turns(difficulty):
 
 def _bisect(env, observation):
     """Plays from the feedback text alone; returns (reward, turns)."""
-    low, high = env.low, env.high
-    for turn in range(1, env.max_turns + 1):
+    low, high, max_turns = env.unwrapped.low, env.unwrapped.high, env.unwrapped.max_turns
+    for turn in range(1, max_turns + 1):
         guess = (low + high) // 2
         observation, reward, terminated, truncated, _ = env.step(f"My guess: <answer>{guess}</answer>")
         if terminated:
@@ -124,17 +124,18 @@ def _bisect(env, observation):
             high = guess - 1
         else:
             raise AssertionError(f"unexpected feedback {observation!r}")
-        assert not truncated or turn == env.max_turns
-    return 0.0, env.max_turns
+        assert not truncated or turn == max_turns
+    return 0.0, max_turns
 
 
 @pytest.mark.parametrize("difficulty", ["easy", "medium", "hard"])
 def test_binary_search_always_wins_within_the_budget(difficulty):
-    env = GuessNumberEnv(difficulty=difficulty)
+    env = gym.make("tinker/GuessNumber-v0", difficulty=difficulty)  # wrappers must not cut the budget
+    assert env.unwrapped.max_turns == DIFFICULTY_TURNS[difficulty]
     for seed in range(25):
         observation, _ = env.reset(seed=seed)
         reward, turns = _bisect(env, observation)
-        assert reward == pytest.approx(1 - (turns - 1) / env.max_turns) and reward > 0
+        assert reward == pytest.approx(1 - (turns - 1) / DIFFICULTY_TURNS[difficulty]) and reward > 0
 
 
 def test_bisection_edges_lowest_and_highest_secret():

@@ -1,4 +1,4 @@
-"""Registration: every env id makes, in every spelling Gymnasium supports, with matching turn limits."""
+"""Registration: every env id makes, in every spelling Gymnasium supports; turn limits are the env's own."""
 
 from __future__ import annotations
 
@@ -39,7 +39,6 @@ def test_make_by_id_and_module_prefix(env_id):
         env = gym.make(spelling)
         try:
             assert isinstance(env.unwrapped, _env_class(entry)) and isinstance(env.unwrapped, TextEnv)
-            assert env.spec.max_episode_steps == entry.max_episode_steps
             observation, info = env.reset(seed=0)
             assert isinstance(observation, str) and observation
             assert {"system_prompt", "tools", "task_id", "difficulty"} <= info.keys()
@@ -48,13 +47,27 @@ def test_make_by_id_and_module_prefix(env_id):
 
 
 @pytest.mark.parametrize("env_id", ENTRIES)
-def test_max_episode_steps_matches_default_max_turns(env_id):
+def test_turn_limit_is_the_envs_own(env_id):
+    """No TimeLimit wrapper: the env truncates itself at `max_turns` (registered default, or passed)."""
     entry = ENTRIES[env_id]
     cls = _env_class(entry)
-    assert entry.max_episode_steps == cls.default_max_turns, (
-        f"{env_id}: registered max_episode_steps={entry.max_episode_steps} but "
-        f"{cls.__name__}.default_max_turns={cls.default_max_turns}"
+    assert entry.max_turns == cls.default_max_turns, (
+        f"{env_id}: registered max_turns={entry.max_turns} but {cls.__name__}.default_max_turns={cls.default_max_turns}"
     )
+    env = gym.make(env_id)
+    assert env.spec.max_episode_steps is None
+    assert env.unwrapped.max_turns == entry.max_turns
+    for max_turns in (entry.max_turns, 2):
+        env = gym.make(env_id, max_turns=max_turns)
+        env.reset(seed=0)
+        steps, done = 0, False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(" ")
+            steps += 1
+            done = terminated or truncated
+        # An empty reply ends single-turn envs as a (wrong) final answer; others run out of turns.
+        assert steps <= max_turns and (terminated or (truncated and steps == max_turns)), (steps, max_turns)
+        env.close()
 
 
 @pytest.mark.parametrize("env_id", ENTRIES)

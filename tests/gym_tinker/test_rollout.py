@@ -153,12 +153,17 @@ def test_tool_observations_become_tool_messages_on_tool_use():
     result = rollout(envs, tool_oracle, seeds=[0, 1, 2])
     assert all(t.stop_reason == "terminated" and t.total_reward == 1.0 for t in result)
     assert all(len(t) >= 2 for t in result)
-    second_turn = next(c for c in seen if len(c) >= 4)
-    assert second_turn[2]["role"] == "assistant" and "<tool_call>" in second_turn[2]["content"]
-    assert second_turn[3]["role"] == "tool"
-    assert second_turn[3]["content"] in result[0].turns[1].observation or any(
-        second_turn[3]["content"] in t.turns[1].observation for t in result
-    )
+    for trajectory in result:
+        # The conversation the policy saw at this episode's second turn.
+        question = trajectory.turns[0].observation
+        conversation = next(c for c in seen if len(c) >= 4 and c[1]["content"] == question)
+        assert conversation[2] == {"role": "assistant", "content": trajectory.turns[0].action}
+        assert "<tool_call>" in trajectory.turns[0].action
+        tool_messages = conversation[3:]
+        results = trajectory.turns[0].info["tool_results"]
+        assert [m["role"] for m in tool_messages] == ["tool"] * len(results)
+        assert [m["content"] for m in tool_messages] == [r["content"] for r in results]
+        assert all(m["content"] in trajectory.turns[1].observation for m in tool_messages)
 
 
 def test_vector_env_matches_a_list_of_envs():

@@ -75,6 +75,7 @@ def run(env: Any, moves: list[int]) -> None:
         ("[7]", 7),
         ("I'd say 3... no, 5", 5),
         ("\\boxed{1}", 1),
+        ("[plan] block them: column 3", 3),
     ],
 )
 def test_lenient_answers(answer: str, column: int) -> None:

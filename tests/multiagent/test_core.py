@@ -77,7 +77,7 @@ def test_rewards_reach_every_agent_through_last() -> None:
     assert sorted(totals.values()) == [-1.0, -1.0, 2.0]
 
 
-def test_same_seed_same_game_and_seed_is_lazy() -> None:
+def test_same_seed_same_game_and_reset_without_seed_continues() -> None:
     counts = []
     for seed in (5, 5, 6, 7, 8):
         game = Countdown()
@@ -316,3 +316,12 @@ def test_games_pickle_and_copy_mid_game() -> None:
     branch = copy.deepcopy(env)
     branch.step("1")
     assert env.agent_selection == "player_1" and branch.agent_selection == "player_0"
+
+
+@pytest.mark.parametrize("game", ["tictactoe_v0", "connect_four_v0", "kuhn_poker_v0"])
+def test_listed_description_is_the_games_own(game: str) -> None:
+    import importlib
+
+    module = importlib.import_module(f"multiagent.{game}")
+    assert module.raw_env.description == dict(multiagent.list_games())[game]
+    assert module.raw_env.metadata["name"] == game

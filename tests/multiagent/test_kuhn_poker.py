@@ -99,7 +99,14 @@ def test_same_seed_same_deal_and_every_deal_occurs() -> None:
 
 @pytest.mark.parametrize(
     ("answer", "move"),
-    [("bet", "bet"), ("BET!", "bet"), ("<move>check</move>", "check"), ("pass", "check"), ("I raise", "bet")],
+    [
+        ("bet", "bet"),
+        ("BET!", "bet"),
+        ("<move>check</move>", "check"),
+        ("pass", "check"),
+        ("I raise", "bet"),
+        ("[thinking] I bet", "bet"),
+    ],
 )
 def test_lenient_first_actions(answer: str, move: str) -> None:
     env = kuhn_poker_v0.raw_env()

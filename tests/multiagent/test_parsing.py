@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from multiagent.parsing import (
     MAX_INT_DIGITS,
     ascii_ints,
+    candidates,
     focus,
     keyword_pattern,
     last_keyword,
@@ -31,6 +32,8 @@ from multiagent.parsing import (
         ("<move>4</move> is better than 7", 4),
         ("<move>1</move> no wait <move>2</move>", 2),
         ("[3] then [6]", 6),
+        ("[draft] I play 4", 4),
+        ("<move>centre</move>, i.e. 5", 5),
         ("x²", None),
         ("٣", None),
         ("five", None),
@@ -51,6 +54,12 @@ def test_focus_prefers_tags_then_boxed_then_brackets() -> None:
     assert focus("plain") == "plain"
     assert focus("<answer>9</answer>", tag="answer") == "9"
     assert focus("<move>unclosed") == "<move>unclosed"
+
+
+def test_candidates_go_from_most_explicit_to_the_whole_text() -> None:
+    text = "[a] \\boxed{b} <move>c</move>"
+    assert candidates(text) == ["c", "b", "a", text]
+    assert candidates("") == [""]
 
 
 def test_ascii_ints_skip_unicode_digits_and_huge_runs() -> None:

@@ -72,6 +72,8 @@ def test_board_rejects_bad_input() -> None:
         ("I'll go for the corner: <move>c3</move>", 9),
         ("4 looks weak, 6 is better", 6),
         ("\\boxed{8}", 8),
+        ("[thinking] the centre is free, I play 5", 5),
+        ("<move>the corner</move> so 9", 9),
     ],
 )
 def test_lenient_answers(answer: str, square: int) -> None:
@@ -189,5 +191,7 @@ def test_minimax_takes_wins_and_blocks() -> None:
     assert best_moves("XX.OO....", "X") == [3]
     assert best_moves("XX.OO....", "O") == [6]  # its own win beats blocking
     assert best_moves("XX.O.....", "O") == [3]  # lost anyway, but blocks the immediate loss
+    with pytest.raises(ValueError, match="9 cells of X, O or"):
+        best_moves("XX", "X")
     with pytest.raises(ValueError, match="Not a tic-tac-toe observation"):
         read_board("Connect four.")
