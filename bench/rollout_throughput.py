@@ -11,9 +11,10 @@ For each env (ToolUse, Math) the same ``--episodes`` seeds are rolled out with t
 active conversation in one batch per turn. Decoding is greedy, so every run generates the same
 episodes (up to float rounding from padding) and the figures compare like with like.
 
-Columns: episodes/s and generated tokens/s (sampled tokens over wall time), the speedup over
-``N = 1``, and the env's share of the rollout's wall time (env resets and steps, including
-ToolUse's tools).
+Columns: sampled tokens, prompt tokens (the sum of every turn's prompt length: the sampler
+prefills the whole conversation at each turn), episodes/s and generated tokens/s (sampled
+tokens over wall time), the speedup over ``N = 1``, and the env's share of the rollout's wall
+time (env resets and steps, including ToolUse's tools).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class Row:
     completed: int
     turns: int
     sampled_tokens: int
+    prompt_tokens: int
     seconds: float
     env_seconds: float
     policy_calls: int
@@ -95,6 +97,7 @@ def run_one(sampler: Any, env_name: str, num_envs: int, args: argparse.Namespace
         completed=stats.completed,
         turns=sum(len(t) for t in result),
         sampled_tokens=stats.sampled_tokens,
+        prompt_tokens=sum(len(turn.prompt_ids or ()) for t in result for turn in t.turns),
         seconds=stats.wall_seconds,
         env_seconds=stats.env_seconds,
         policy_calls=stats.policy_calls,
@@ -141,7 +144,7 @@ def main() -> None:
         run_one(sampler, env_name, 1, argparse.Namespace(**{**vars(args), "episodes": 1, "max_tokens": 4}))
 
     rows: list[Row] = []
-    header = f"{'env':<8} {'envs':>4} {'episodes':>8} {'turns':>5} {'tokens':>6} {'seconds':>8} {'ep/s':>7} {'tok/s':>7} {'speedup':>7} {'env time':>8}"
+    header = f"{'env':<8} {'envs':>4} {'episodes':>8} {'turns':>5} {'tokens':>6} {'prompt':>7} {'seconds':>8} {'ep/s':>7} {'tok/s':>7} {'speedup':>7} {'env time':>8}"
     print(header)
     print("-" * len(header))
     for env_name in envs:
@@ -152,7 +155,7 @@ def main() -> None:
             base = base or row
             speedup = row.tokens_per_s / base.tokens_per_s if base.tokens_per_s else float("nan")
             print(
-                f"{row.env:<8} {row.num_envs:>4} {row.completed:>8} {row.turns:>5} {row.sampled_tokens:>6} "
+                f"{row.env:<8} {row.num_envs:>4} {row.completed:>8} {row.turns:>5} {row.sampled_tokens:>6} {row.prompt_tokens:>7} "
                 f"{row.seconds:>8.1f} {row.episodes_per_s:>7.3f} {row.tokens_per_s:>7.1f} {speedup:>6.2f}x "
                 f"{100 * row.env_share:>7.2f}%"
             )

@@ -4,19 +4,24 @@ The server runs in its own process (``executors.serve.serve``), as in production
 are asyncio tasks sharing one ``httpx.AsyncClient``, each sending chat-completion requests one
 after the other. Run::
 
-    python bench/server_throughput.py --model tiny-random
-    python bench/server_throughput.py --model smollm2-135m-instruct --max-tokens 32 --requests 64
+    python bench/server_throughput.py --model tiny-random --requests 128
+    python bench/server_throughput.py --model smollm2-135m-instruct --requests 32
+
+Prints a table and writes ``bench/results/server_throughput_<model>.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import platform
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 QUESTIONS = (
@@ -139,6 +144,7 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1, help="torch threads in the server")
     parser.add_argument("--wait-ms", type=float, default=5.0, help="batch collection window")
+    parser.add_argument("--output", type=Path, default=None, help="JSON results file")
     args = parser.parse_args()
     rows = bench_server(
         args.model,
@@ -155,6 +161,24 @@ def main() -> None:
             f"{r['clients']:>7} {r['requests']:>8} {r['seconds']:>8} {r['requests_per_s']:>8} "
             f"{r['tokens_per_s']:>8} {r['p50_latency_s']:>8}"
         )
+    output = (
+        args.output or Path(__file__).parent / "results" / f"server_throughput_{Path(args.model).stem}.json"
+    )
+    report = {
+        "benchmark": "server_throughput",
+        "command": " ".join([Path(sys.argv[0]).as_posix(), *sys.argv[1:]]),
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        "machine": {
+            "platform": platform.platform(),
+            "cpu_count": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_1min_at_end": os.getloadavg()[0],
+        },
+        "rows": rows,
+    }
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {output}")
 
 
 if __name__ == "__main__":

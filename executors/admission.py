@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["SLOTS", "Plan", "Placed", "Waiting", "admission_order", "plan_admission"]
+__all__ = ["SLOTS", "Placed", "Plan", "Waiting", "admission_order", "plan_admission"]
 
 SLOTS = "_slots"
 """Pseudo-resource: one per worker thread; every job holds one, so admission bounds concurrency."""
@@ -193,7 +193,11 @@ def _choose_victims(
     best: tuple[tuple[int, int, str], str, list[Placed]] | None = None
     for worker in sorted(free):
         candidates = sorted(
-            (p for p in placed if p.worker == worker and p.preemptible and not p.stopping and p.priority < job.priority),
+            (
+                p
+                for p in placed
+                if p.worker == worker and p.preemptible and not p.stopping and p.priority < job.priority
+            ),
             key=lambda p: (p.priority, -p.started),
         )
         room = dict(free[worker])

@@ -32,9 +32,15 @@ err = Console(stderr=True, width=140)
 Address = Annotated[
     str | None, typer.Option("--address", "-a", envvar="GYM_TINKER_ADDRESS", help="Dask scheduler address.")
 ]
-TLSCa = Annotated[str | None, typer.Option("--tls-ca-file", envvar="GYM_TINKER_TLS_CA_FILE", help="CA (PEM).")]
-TLSCert = Annotated[str | None, typer.Option("--tls-cert", envvar="GYM_TINKER_TLS_CERT", help="Certificate (PEM).")]
-TLSKey = Annotated[str | None, typer.Option("--tls-key", envvar="GYM_TINKER_TLS_KEY", help="Private key (PEM).")]
+TLSCa = Annotated[
+    str | None, typer.Option("--tls-ca-file", envvar="GYM_TINKER_TLS_CA_FILE", help="CA (PEM).")
+]
+TLSCert = Annotated[
+    str | None, typer.Option("--tls-cert", envvar="GYM_TINKER_TLS_CERT", help="Certificate (PEM).")
+]
+TLSKey = Annotated[
+    str | None, typer.Option("--tls-key", envvar="GYM_TINKER_TLS_KEY", help="Private key (PEM).")
+]
 
 
 def _fail(code: int, message: str) -> typer.Exit:
@@ -76,14 +82,22 @@ def _ts(value: float | None) -> str:
     return dt.datetime.fromtimestamp(value).strftime("%H:%M:%S") if value else "-"
 
 
-_STATE_STYLE = {"succeeded": "green", "failed": "red", "cancelled": "yellow", "running": "cyan", "preempted": "magenta"}
+_STATE_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "cancelled": "yellow",
+    "running": "cyan",
+    "preempted": "magenta",
+}
 
 
 @app.command()
 def submit(
     spec_file: Annotated[str, typer.Argument(help="Job spec, YAML or JSON.")],
     priority: Annotated[int | None, typer.Option(help="Override the spec's priority.")] = None,
-    wait: Annotated[bool, typer.Option("--wait", help="Wait for the job; exit 1 unless it succeeds.")] = False,
+    wait: Annotated[
+        bool, typer.Option("--wait", help="Wait for the job; exit 1 unless it succeeds.")
+    ] = False,
     address: Address = None,
     tls_ca_file: TLSCa = None,
     tls_cert: TLSCert = None,
@@ -141,7 +155,9 @@ def status(
     """Show one job: state, attempts, result or error, and every transition."""
     with _client(address, tls_ca_file, tls_cert, tls_key) as client:
         info = client.job(job_id).info()
-    console.print(f"job {info['id']} ({info['kind']}{', ' + info['name'] if info['name'] else ''}): [bold]{info['state']}[/bold]")
+    console.print(
+        f"job {info['id']} ({info['kind']}{', ' + info['name'] if info['name'] else ''}): [bold]{info['state']}[/bold]"
+    )
     console.print(
         f"priority {info['priority']}, attempts {info['attempts']}, preemptions {info['preemptions']}, "
         f"worker deaths {info['crashes']}, worker {info.get('worker') or '-'}"
@@ -220,7 +236,9 @@ def games() -> None:
 
         rows = multiagent.list_games()
     except (ImportError, AttributeError) as exc:
-        raise _fail(EXIT_BAD_INPUT, f"the multiagent games are not available in this install ({exc})") from None
+        raise _fail(
+            EXIT_BAD_INPUT, f"the multiagent games are not available in this install ({exc})"
+        ) from None
     table = Table("id", "description")
     for game_id, description in rows:
         table.add_row(game_id, description)
@@ -233,9 +251,15 @@ def cluster_up(
     port: Annotated[int, typer.Option(help="Scheduler port (0: any free port).")] = 8786,
     workers: Annotated[int, typer.Option(help="Worker processes.")] = 1,
     threads: Annotated[int, typer.Option(help="Threads (job slots) per worker.")] = 1,
-    resources: Annotated[str | None, typer.Option(help='Per-worker resources, e.g. "GPU=1 MEMORY=16e9".')] = None,
-    journal: Annotated[str | None, typer.Option(help="Journal path (default ~/.gym_tinker/journal.sqlite).")] = None,
+    resources: Annotated[
+        str | None, typer.Option(help='Per-worker resources, e.g. "GPU=1 MEMORY=16e9".')
+    ] = None,
+    journal: Annotated[
+        str | None, typer.Option(help="Journal path (default ~/.gym_tinker/journal.sqlite).")
+    ] = None,
     state_dir: Annotated[str | None, typer.Option(help="State directory (default ~/.gym_tinker).")] = None,
+    max_bypass: Annotated[int, typer.Option(help="Passes-over before a waiting job reserves room.")] = 16,
+    aging: Annotated[float | None, typer.Option(help="Seconds of waiting worth one priority point.")] = None,
     tls_ca_file: TLSCa = None,
     tls_cert: TLSCert = None,
     tls_key: TLSKey = None,
@@ -248,7 +272,9 @@ def cluster_up(
         if not (tls_ca_file and tls_cert and tls_key):
             raise _fail(EXIT_BAD_INPUT, "TLS needs all of --tls-ca-file, --tls-cert and --tls-key")
         tls = TLSFiles(tls_ca_file, tls_cert, tls_key)
-    cluster = ClusterProcesses(host, port, workers, threads, resources, journal, state_dir, tls)
+    cluster = ClusterProcesses(
+        host, port, workers, threads, resources, journal, state_dir, tls, max_bypass=max_bypass, aging=aging
+    )
     stop = False
 
     def on_signal(signum: int, frame: Any) -> None:

@@ -61,7 +61,9 @@ def connect(
         try:
             dask_client = Client(address, security=security, timeout=timeout)
         except Exception as exc:  # OSError, TimeoutError, TLS and address errors alike
-            raise ConnectError(f"cannot connect to the Dask scheduler at {address!r}: {exc or type(exc).__name__}") from None
+            raise ConnectError(
+                f"cannot connect to the Dask scheduler at {address!r}: {exc or type(exc).__name__}"
+            ) from None
         client = TinkerClient(dask_client)
         client._check_plugin(address)
         return client
@@ -85,6 +87,12 @@ class TinkerClient:
     Attributes:
         dask: the underlying ``distributed.Client``.
         cluster: the embedded ``LocalCluster``, or None for a remote cluster.
+
+    >>> with connect(n_workers=1, threads_per_worker=2) as client:
+    ...     handles = client.submit_many([{"kind": "noop", "user": "ann"}, {"kind": "noop", "user": "bob"}])
+    ...     states = client.wait(handles, timeout=60)
+    ...     [job["user"] for job in client.jobs(state="succeeded")]
+    ['ann', 'bob']
     """
 
     def __init__(self, dask_client: Any, cluster: Any = None) -> None:
@@ -133,7 +141,11 @@ class TinkerClient:
             if parsed.user is None:
                 parsed = parsed.model_copy(update={"user": getpass.getuser()})
             items.append(
-                {"spec": parsed.model_dump(mode="json"), "body": body_ref_for(parsed.kind), "priority": priority}
+                {
+                    "spec": parsed.model_dump(mode="json"),
+                    "body": body_ref_for(parsed.kind),
+                    "priority": priority,
+                }
             )
         ids = self._call("submit", jobs=items)
         return [JobHandle(self, job_id) for job_id in ids]
@@ -143,7 +155,9 @@ class TinkerClient:
         self._call("job", job_id=int(job_id))
         return JobHandle(self, int(job_id))
 
-    def jobs(self, state: str | None = None, user: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    def jobs(
+        self, state: str | None = None, user: str | None = None, limit: int | None = None
+    ) -> list[dict[str, Any]]:
         """Jobs in the journal, oldest first, optionally filtered by state and user."""
         return list(self._call("jobs", state=state, user=user, limit=limit))
 
@@ -152,7 +166,9 @@ class TinkerClient:
         ids = [h.id if isinstance(h, JobHandle) else int(h) for h in handles]
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            chunk = _WAIT_CHUNK if deadline is None else max(0.0, min(_WAIT_CHUNK, deadline - time.monotonic()))
+            chunk = (
+                _WAIT_CHUNK if deadline is None else max(0.0, min(_WAIT_CHUNK, deadline - time.monotonic()))
+            )
             states = dict(self._call("wait", job_ids=ids, timeout=chunk))
             done = all(JobState(s).final for s in states.values())
             if done or (deadline is not None and time.monotonic() >= deadline):
@@ -161,8 +177,8 @@ class TinkerClient:
     def follow(self, job_id: int, poll: float = 1.0) -> Iterator[dict[str, Any]]:
         """Yield the job's log and metric events as they arrive, until the job is final.
 
-        Each event is a dict with ``type`` (``start``, ``log`` or ``metric``), ``ts``, ``attempt``,
-        ``step`` and ``payload``.
+        Each event is a dict with ``type`` (``start``, ``log``, ``metric`` or ``signal``), ``ts``,
+        ``attempt``, ``step`` and ``payload``.
         """
         after = 0
         while True:
@@ -201,7 +217,13 @@ class TinkerClient:
 
 
 class JobHandle:
-    """A submitted job: ask its status, wait for it, read its logs and metrics, cancel it."""
+    """A submitted job: ask its status, wait for it, read its logs and metrics, cancel it.
+
+    >>> with connect(n_workers=1, threads_per_worker=1) as client:
+    ...     job = client.submit({"kind": "steps", "params": {"steps": 3, "step_seconds": 0}})
+    ...     job.wait(timeout=60), [m["accumulator"] for m in job.metrics()], job.cancel()
+    ('succeeded', [1.0, 3.0, 6.0], 'succeeded')
+    """
 
     def __init__(self, client: TinkerClient, job_id: int) -> None:
         self.client = client
@@ -235,7 +257,9 @@ class JobHandle:
         state = self.wait(timeout)
         info = self.info()
         if state != JobState.SUCCEEDED.value:
-            raise JobFailedError(f"job {self.id} {state}: {info.get('error') or info['transitions'][-1]['reason']}")
+            raise JobFailedError(
+                f"job {self.id} {state}: {info.get('error') or info['transitions'][-1]['reason']}"
+            )
         return info["result"]
 
     def cancel(self) -> str:
@@ -250,7 +274,10 @@ class JobHandle:
     def metrics(self) -> list[dict[str, Any]]:
         """The body's ``ctx.report`` calls, as dicts with ``step``, ``ts`` and the metrics."""
         reply = self.client._call("events", job_id=self.id, type="metric")
-        return [{"step": e["step"], "ts": e["ts"], "attempt": e["attempt"], **e["payload"]} for e in reply["events"]]
+        return [
+            {"step": e["step"], "ts": e["ts"], "attempt": e["attempt"], **e["payload"]}
+            for e in reply["events"]
+        ]
 
     def __repr__(self) -> str:
         return f"<JobHandle {self.id}>"

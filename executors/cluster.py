@@ -47,6 +47,8 @@ class ClusterProcesses:
     journal: str | None = None
     state_dir: str | None = None
     tls: TLSFiles | None = None
+    max_bypass: int | None = None
+    aging: float | None = None
     dashboard_address: str = ":0"
     address: str | None = None
     scheduler: subprocess.Popen[bytes] | None = None
@@ -56,7 +58,15 @@ class ClusterProcesses:
         """Start the scheduler, wait for its address, start the workers and wait for them."""
         self._dir = tempfile.mkdtemp(prefix="gym-tinker-cluster-")
         scheduler_file = os.path.join(self._dir, "scheduler.json")
-        cmd = [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", self.host, "--port", str(self.port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "distributed.cli.dask_scheduler",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+        ]
         cmd += ["--scheduler-file", scheduler_file, "--dashboard-address", self.dashboard_address]
         if self.tls is not None:
             cmd += ["--protocol", "tls", *self.tls.args()]
@@ -65,11 +75,17 @@ class ClusterProcesses:
             cmd += ["--gym-tinker-journal", self.journal]
         if self.state_dir:
             cmd += ["--gym-tinker-state-dir", self.state_dir]
+        if self.max_bypass is not None:
+            cmd += ["--gym-tinker-max-bypass", str(self.max_bypass)]
+        if self.aging is not None:
+            cmd += ["--gym-tinker-aging", str(self.aging)]
         self.scheduler = subprocess.Popen(cmd)
         deadline = time.monotonic() + timeout
         while not os.path.exists(scheduler_file):
             if self.scheduler.poll() is not None:
-                raise RuntimeError(f"dask scheduler exited with code {self.scheduler.returncode}: {' '.join(cmd)}")
+                raise RuntimeError(
+                    f"dask scheduler exited with code {self.scheduler.returncode}: {' '.join(cmd)}"
+                )
             if time.monotonic() > deadline:
                 self.stop()
                 raise TimeoutError(f"dask scheduler did not start within {timeout} s")

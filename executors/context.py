@@ -145,7 +145,13 @@ class JobContext:
         self._emit("log", message=str(message))
 
     def _emit(self, type_: str, **fields: Any) -> None:
-        event = {"type": type_, "job": self.job_id, "attempt": self.attempt, "key": self.key, "ts": time.time()}
+        event = {
+            "type": type_,
+            "job": self.job_id,
+            "attempt": self.attempt,
+            "key": self.key,
+            "ts": time.time(),
+        }
         event.update(fields)
         if self._worker is None:
             self.events.append(event)

@@ -38,7 +38,7 @@ class JobFailedError(TinkerError, RuntimeError):
     """``JobHandle.result()`` was called on a job that failed or was cancelled."""
 
 
-class JobControl(Exception):  # noqa: N818 - these are signals, not errors
+class JobControl(Exception):
     """Raised inside a job body at a step boundary to stop it; never reported as a failure.
 
     Subclasses take no constructor arguments so they pickle across Dask processes unchanged.

@@ -153,7 +153,9 @@ class Journal:
                         (job_id, now, row["state"], state, reason),
                     )
 
-    def add_events(self, events: Iterable[tuple[int, float, int | None, str, int | None, dict[str, Any]]]) -> None:
+    def add_events(
+        self, events: Iterable[tuple[int, float, int | None, str, int | None, dict[str, Any]]]
+    ) -> None:
         """Append log/metric events ``(job_id, ts, attempt, type, step, payload)``."""
         with self._tx():
             self._db.executemany(
@@ -166,9 +168,15 @@ class Journal:
         return _job_dict(row) if row is not None else None
 
     def list_jobs(
-        self, state: str | None = None, user: str | None = None, limit: int | None = None, *, with_body: bool = False
+        self,
+        state: str | None = None,
+        user: str | None = None,
+        limit: int | None = None,
+        *,
+        with_body: bool = False,
     ) -> list[dict[str, Any]]:
-        query, args = "SELECT * FROM jobs WHERE 1=1", []
+        query = "SELECT * FROM jobs WHERE 1=1"
+        args: list[Any] = []
         if state is not None:
             query += " AND state = ?"
             args.append(state)
@@ -186,7 +194,8 @@ class Journal:
 
     def events(self, job_id: int, type_: str | None = None, after: int = 0) -> list[dict[str, Any]]:
         """Events of a job with id greater than ``after`` (pass the last id seen to follow)."""
-        query, args = "SELECT * FROM events WHERE job_id = ? AND id > ?", [job_id, after]
+        query = "SELECT * FROM events WHERE job_id = ? AND id > ?"
+        args: list[Any] = [job_id, after]
         if type_ is not None:
             query += " AND type = ?"
             args.append(type_)
@@ -196,7 +205,9 @@ class Journal:
     def add_kind(self, name: str, body: str) -> None:
         """Record a cluster-wide job kind (replacing any earlier body for that name)."""
         with self._tx():
-            self._db.execute("INSERT OR REPLACE INTO kinds (name, body, ts) VALUES (?, ?, ?)", (name, body, time.time()))
+            self._db.execute(
+                "INSERT OR REPLACE INTO kinds (name, body, ts) VALUES (?, ?, ?)", (name, body, time.time())
+            )
 
     def kinds(self) -> dict[str, str]:
         """Cluster-wide job kinds: name to body reference."""

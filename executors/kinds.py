@@ -20,6 +20,8 @@ __all__ = ["BUILTIN_KINDS", "body_ref_for", "job_kinds", "register_job_kind", "r
 BUILTIN_KINDS: dict[str, str] = {
     "steps": "executors.bodies:steps_body",
     "noop": "executors.bodies:noop_body",
+    "sample": "executors.rollout_jobs:sample_body",
+    "eval": "executors.rollout_jobs:eval_body",
 }
 """Kinds whose bodies ship with executors (small, real bodies used by tests and benchmarks)."""
 
@@ -67,7 +69,9 @@ def register_job_kind(name: str, body: Callable[..., Any] | type | str, *, repla
     elif callable(body):
         ref = _import_path(body) or _pickle_ref(body)
     else:
-        raise SpecError(f"a job body must be a callable, a class or an import path, got {type(body).__name__}")
+        raise SpecError(
+            f"a job body must be a callable, a class or an import path, got {type(body).__name__}"
+        )
     _registry[name] = ref
     return ref
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import time
@@ -11,13 +12,12 @@ from typing import TYPE_CHECKING, Any
 
 from executors import errors
 from executors.errors import JobNotFoundError, SpecError, TinkerError
-from executors.kinds import resolve_body
-from executors.spec import _KIND_RE, JobState
+from executors.spec import JobState
 
 if TYPE_CHECKING:
-    from executors.plugin import PriorityScheduler
+    from executors.scheduler import JobScheduler
 
-__all__ = ["HANDLERS", "HandlersMixin", "unwrap_reply"]
+__all__ = ["HANDLERS", "SchedulerHandlers", "unwrap_reply"]
 
 HANDLERS = ("ping", "submit", "job", "jobs", "cancel", "wait", "events", "register_kind")
 """Handler names; each is registered on the scheduler as ``gym_tinker_<name>``."""
@@ -53,25 +53,34 @@ def unwrap_reply(reply: dict[str, Any]) -> Any:
     return json.loads(reply["ok"])
 
 
-class HandlersMixin:
-    """Handlers answering clients; mixed into ``PriorityScheduler``."""
+class SchedulerHandlers:
+    """The handlers answering clients on behalf of one ``JobScheduler``."""
 
-    def register_handlers(self: PriorityScheduler, scheduler: Any) -> None:
+    def __init__(self, sched: JobScheduler) -> None:
+        self.sched = sched
+
+    def register(self, scheduler: Any) -> None:
+        """Install every handler on the Dask scheduler as ``gym_tinker_<name>``."""
         for name in HANDLERS:
             scheduler.handlers[f"gym_tinker_{name}"] = _reply(getattr(self, f"_h_{name}"))
 
-    def _h_ping(self: PriorityScheduler) -> dict[str, Any]:
-        return {"protocol": PROTOCOL_VERSION, "journal": self.journal_path, "active": len(self.jobs)}
+    def _h_ping(self) -> dict[str, Any]:
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "journal": self.sched.journal_path,
+            "active": len(self.sched.jobs),
+        }
 
-    def _h_submit(self: PriorityScheduler, jobs: list[dict[str, Any]]) -> list[int]:
-        return self.submit_jobs(jobs)
+    def _h_submit(self, jobs: list[dict[str, Any]]) -> list[int]:
+        return self.sched.submit_jobs(jobs)
 
-    def _h_job(self: PriorityScheduler, job_id: int) -> dict[str, Any]:
-        row = self.journal.get_job(int(job_id))
+    def _h_job(self, job_id: int) -> dict[str, Any]:
+        self.sched.commit()
+        row = self.sched.journal.get_job(int(job_id))
         if row is None:
-            raise JobNotFoundError(f"no job with id {job_id} (journal {self.journal_path})")
-        row["transitions"] = self.journal.transitions(row["id"])
-        live = self.jobs.get(row["id"])
+            raise JobNotFoundError(f"no job with id {job_id} (journal {self.sched.journal_path})")
+        row["transitions"] = self.sched.journal.transitions(row["id"])
+        live = self.sched.jobs.get(row["id"])
         if live is not None:
             row.update(
                 bypassed=live.bypassed,
@@ -82,35 +91,22 @@ class HandlersMixin:
         return row
 
     def _h_jobs(
-        self: PriorityScheduler, state: str | None = None, user: str | None = None, limit: int | None = None
+        self, state: str | None = None, user: str | None = None, limit: int | None = None
     ) -> list[dict[str, Any]]:
         if state is not None and state not in {s.value for s in JobState}:
             raise SpecError(f"state must be one of {[s.value for s in JobState]}, got {state!r}")
-        return self.journal.list_jobs(state=state, user=user, limit=limit)
+        self.sched.commit()
+        return self.sched.journal.list_jobs(state=state, user=user, limit=limit)
 
-    def _h_cancel(self: PriorityScheduler, job_id: int) -> str:
-        job = self.jobs.get(int(job_id))
-        if job is None:
-            row = self.journal.get_job(int(job_id))
-            if row is None:
-                raise JobNotFoundError(f"no job with id {job_id} (journal {self.journal_path})")
-            return str(row["state"])  # already final: nothing to do
-        if job.state is JobState.QUEUED:
-            self._finish(job, JobState.CANCELLED, "cancelled by user while queued")
-            self._admit_soon()
-            return JobState.CANCELLED.value
-        job.cancel_requested = True
-        self._send_signal(job, "cancel")
-        return "cancelling"
+    def _h_cancel(self, job_id: int) -> str:
+        return self.sched.cancel(int(job_id))
 
-    async def _h_wait(
-        self: PriorityScheduler, job_ids: list[int], timeout: float | None = None
-    ) -> list[tuple[int, str]]:
+    async def _h_wait(self, job_ids: list[int], timeout: float | None = None) -> list[tuple[int, str]]:
         """Wait until every job is final or ``timeout`` seconds passed; return their states."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            event = self._changed
-            pending = [j for j in job_ids if j in self.jobs]
+            event = self.sched.changed
+            pending = [j for j in job_ids if j in self.sched.jobs]
             if not pending:
                 break
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -120,48 +116,42 @@ class HandlersMixin:
                 await asyncio.wait_for(event.wait(), remaining)
             except TimeoutError:
                 break
+        self.sched.commit()
         states = []
         for j in job_ids:
-            live = self.jobs.get(j)
+            live = self.sched.jobs.get(j)
             if live is not None:
                 states.append((j, live.state.value))
             else:
-                row = self.journal.get_job(j)
+                row = self.sched.journal.get_job(j)
                 if row is None:
-                    raise JobNotFoundError(f"no job with id {j} (journal {self.journal_path})")
+                    raise JobNotFoundError(f"no job with id {j} (journal {self.sched.journal_path})")
                 states.append((j, row["state"]))
         return states
 
     async def _h_events(
-        self: PriorityScheduler, job_id: int, after: int = 0, type: str | None = None, timeout: float = 0.0
+        self, job_id: int, after: int = 0, type: str | None = None, timeout: float = 0.0
     ) -> dict[str, Any]:
         """Events newer than ``after``; waits up to ``timeout`` seconds for some if there are none."""
         deadline = time.monotonic() + timeout
         while True:
-            event = self._changed
-            self._flush_events()
-            found = self.journal.events(int(job_id), type, after)
-            live = self.jobs.get(int(job_id))
+            event = self.sched.changed
+            self.sched.commit()
+            self.sched.flush_events()
+            found = self.sched.journal.events(int(job_id), type, after)
+            live = self.sched.jobs.get(int(job_id))
             if live is not None:
                 state = live.state.value
             else:
-                row = self.journal.get_job(int(job_id))
+                row = self.sched.journal.get_job(int(job_id))
                 if row is None:
-                    raise JobNotFoundError(f"no job with id {job_id} (journal {self.journal_path})")
+                    raise JobNotFoundError(f"no job with id {job_id} (journal {self.sched.journal_path})")
                 state = row["state"]
             remaining = deadline - time.monotonic()
             if found or live is None or remaining <= 0:
                 return {"events": found, "state": state}
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), remaining)
-            except TimeoutError:
-                pass
 
-    def _h_register_kind(self: PriorityScheduler, name: str, body: str) -> str:
-        if not _KIND_RE.match(name):
-            raise SpecError(f"job kind names look like 'grpo' or 'my-kind', got {name!r}")
-        resolve_body(body)  # refuse what this cluster cannot import, before any job needs it
-        self.journal.add_kind(name, body)
-        self.kinds[name] = body
-        self._admit_soon()
-        return body
+    def _h_register_kind(self, name: str, body: str) -> str:
+        return self.sched.register_kind(name, body)

@@ -41,7 +41,11 @@ def _run_body(ctx: JobContext, body_ref: str) -> dict[str, Any]:
     except JobCancelled:
         return {"outcome": "cancelled"}
     except Exception as exc:
-        return {"outcome": "failed", "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        return {
+            "outcome": "failed",
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(),
+        }
     finally:
         _clear_signal(ctx.key)
     if ctx._stop_seen is not None:

@@ -22,7 +22,7 @@ _KIND_RE = re.compile(r"^[a-z][a-z0-9_\-]{0,63}$")
 _RESOURCE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-.]{0,63}$")
 
 
-class JobState(str, enum.Enum):
+class JobState(enum.StrEnum):
     """Where a job is in its life. ``succeeded``, ``failed`` and ``cancelled`` are final."""
 
     QUEUED = "queued"
@@ -89,7 +89,9 @@ class JobSpec(BaseModel):
     )
     priority: int = Field(0, ge=-1_000_000, le=1_000_000, description="Higher runs first.")
     preemptible: bool = Field(True, description="Whether more urgent jobs may make this one yield.")
-    max_attempts: int = Field(3, ge=1, le=100, description="Attempts (worker deaths included) before failing.")
+    max_attempts: int = Field(
+        3, ge=1, le=100, description="Attempts (worker deaths included) before failing."
+    )
     output_dir: str | None = Field(None, min_length=1, description="Where the body writes its outputs.")
 
     def __init__(self, **data: Any) -> None:

@@ -290,8 +290,12 @@ def completion_from_vllm(output: Any, prompt_ids: Sequence[int], **metadata: Any
 # --- OpenAI-compatible HTTP -------------------------------------------------------------------
 
 
-def openai_sampling_fields(params: SamplingParams, *, chat: bool) -> dict[str, Any]:
-    """Request-body fields for ``params`` in the OpenAI API (plus vLLM's token-id extensions).
+def openai_sampling_fields(params: SamplingParams, *, chat: bool, token_ids: bool = True) -> dict[str, Any]:
+    """Request-body fields for ``params`` in the OpenAI API.
+
+    With ``token_ids``, vLLM's ``return_token_ids`` extension is added (vLLM >= 0.10.2 and our
+    server then return the sampled token ids); servers that reject unknown fields
+    (api.openai.com) need it off.
 
     Example:
         >>> openai_sampling_fields(SamplingParams(max_tokens=4, seed=1, stop=("x",)), chat=False)["logprobs"]
@@ -303,9 +307,9 @@ def openai_sampling_fields(params: SamplingParams, *, chat: bool) -> dict[str, A
         "max_tokens": params.max_tokens,
         "temperature": float(params.temperature),
         "top_p": float(params.top_p),
-        # vLLM (>= 0.10.2) and our server return the sampled token ids with this flag.
-        "return_token_ids": True,
     }
+    if token_ids:
+        body["return_token_ids"] = True
     if params.stop:
         body["stop"] = list(params.stop)
     if params.seed is not None:

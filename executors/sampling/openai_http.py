@@ -88,6 +88,8 @@ class OpenAISampler:
             :class:`~gym_tinker.policy.TokenSampler` in token-exact rollouts.
         raise_on_error: If False, a row whose request fails becomes a completion with
             ``finish_reason="error"`` and the message in ``metadata["error"]`` instead of raising.
+        return_token_ids: Ask for token ids with vLLM's ``return_token_ids`` field; turn it off
+            for servers that reject unknown fields (api.openai.com).
 
     Example:
         >>> sampler = OpenAISampler("http://127.0.0.1:8000/v1", "tiny-random", retries=2)
@@ -109,6 +111,7 @@ class OpenAISampler:
         timeout: float = 120.0,
         renderer: ChatRenderer | None = None,
         raise_on_error: bool = True,
+        return_token_ids: bool = True,
     ) -> None:
         import httpx
 
@@ -134,6 +137,7 @@ class OpenAISampler:
         self.max_backoff = max_backoff
         self.renderer = renderer  # type: ignore[assignment]
         self.raise_on_error = raise_on_error
+        self.return_token_ids = return_token_ids
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(
             headers=headers,
@@ -216,7 +220,7 @@ class OpenAISampler:
         """Complete token-id prompts through the completions endpoint (``adapter`` names the served model)."""
         prompts = check_prompt_ids(prompt_ids)
         model = adapter or self.model
-        fields = openai_sampling_fields(params, chat=False)
+        fields = openai_sampling_fields(params, chat=False, token_ids=self.return_token_ids)
 
         def one(index: int) -> Completion:
             body = {"model": model, "prompt": list(prompts[index]), **fields}
@@ -242,7 +246,7 @@ class OpenAISampler:
                 f"Expected one tool list per conversation ({len(conversations)}), got {len(tools)}"
             )
         params = params or SamplingParams()
-        fields = openai_sampling_fields(params, chat=True)
+        fields = openai_sampling_fields(params, chat=True, token_ids=self.return_token_ids)
 
         def one(index: int) -> Completion:
             body: dict[str, Any] = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = ["APIError", "ChatMessage", "ChatRequest", "CompletionRequest", "error_body"]
 
@@ -47,6 +47,14 @@ def error_body(err: APIError) -> dict[str, Any]:
     return {"error": {"message": err.message, "type": err.type, "param": err.param, "code": err.code}}
 
 
+def _only_sampled_logprobs(name: str, value: int | None) -> int | None:
+    if value not in (None, 0):
+        raise ValueError(
+            f"only {name}=0 is supported (the sampled token's log-prob); alternatives are not computed"
+        )
+    return value
+
+
 class _Request(BaseModel):
     # Strict: "5" is not an int here. Unknown fields are ignored (clients send many extras).
     model_config = ConfigDict(strict=True, extra="ignore")
@@ -73,9 +81,14 @@ class CompletionRequest(_Request):
     """``POST /v1/completions``: a text prompt, a token-id prompt, or a batch of either."""
 
     prompt: str | list[str] | list[int] | list[list[int]]
-    logprobs: int | None = Field(default=None, ge=0, le=0)
+    logprobs: int | None = None
     """Only ``0`` (the sampled token's log-prob) is supported; alternatives are not computed."""
     echo: Literal[False] = False
+
+    @field_validator("logprobs")
+    @classmethod
+    def _sampled_only(cls, value: int | None) -> int | None:
+        return _only_sampled_logprobs("logprobs", value)
 
 
 class ChatMessage(BaseModel):
@@ -120,5 +133,10 @@ class ChatRequest(_Request):
     tool_choice: Literal["none", "auto", "required"] | dict[str, Any] | None = None
     max_completion_tokens: int | None = Field(default=None, ge=1)
     logprobs: bool = False
-    top_logprobs: int | None = Field(default=None, ge=0, le=0)
+    top_logprobs: int | None = None
     """Only ``0`` is supported: alternatives are not computed."""
+
+    @field_validator("top_logprobs")
+    @classmethod
+    def _sampled_only(cls, value: int | None) -> int | None:
+        return _only_sampled_logprobs("top_logprobs", value)

@@ -286,4 +286,5 @@ def validation_error(errors: Sequence[Any]) -> APIError:
     field = loc[0]
     where = ".".join(loc)
     got = f", got {first['input']!r:.80}" if "input" in first and first.get("type") != "missing" else ""
-    return APIError(f"Invalid field {where!r}: {first.get('msg')}{got}", param=field)
+    message = str(first.get("msg", "")).removeprefix("Value error, ")
+    return APIError(f"Invalid field {where!r}: {message}{got}", param=field)

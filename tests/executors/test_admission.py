@@ -38,19 +38,27 @@ def test_starving_job_reserves_its_room():
     cap = {"w1": {SLOTS: 4, "GPU": 1}}
     running = [p(9, gpu=1, priority=5)]
     # Bypassed often enough: the GPU it waits for is reserved, slot-only jobs still pass.
-    plan = plan_admission(admission_order([w(1, 0, gpu=1, bypassed=3), w(2, 0, gpu=1), w(3, 0)]), cap, running, max_bypass=3)
+    plan = plan_admission(
+        admission_order([w(1, 0, gpu=1, bypassed=3), w(2, 0, gpu=1), w(3, 0)]), cap, running, max_bypass=3
+    )
     assert plan.release == [(3, "w1")]
     running = []
-    plan = plan_admission(admission_order([w(1, 0, gpu=1, bypassed=3), w(2, 0, gpu=1)]), cap, running, max_bypass=3)
+    plan = plan_admission(
+        admission_order([w(1, 0, gpu=1, bypassed=3), w(2, 0, gpu=1)]), cap, running, max_bypass=3
+    )
     assert plan.release == [(1, "w1")]
 
 
 def test_reservation_blocks_jobs_that_would_take_the_reserved_room():
     cap = {"w1": {SLOTS: 2, "GPU": 2}}
     running = [p(9, gpu=1, priority=5, preemptible=False)]
-    plan = plan_admission(admission_order([w(1, 0, gpu=2, bypassed=5), w(2, 0, gpu=1)]), cap, running, max_bypass=5)
+    plan = plan_admission(
+        admission_order([w(1, 0, gpu=2, bypassed=5), w(2, 0, gpu=1)]), cap, running, max_bypass=5
+    )
     assert plan.release == []  # job 2 would take the GPU job 1 waits for
-    plan = plan_admission(admission_order([w(1, 0, gpu=2, bypassed=4), w(2, 0, gpu=1)]), cap, running, max_bypass=5)
+    plan = plan_admission(
+        admission_order([w(1, 0, gpu=2, bypassed=4), w(2, 0, gpu=1)]), cap, running, max_bypass=5
+    )
     assert plan.release == [(2, "w1")]
 
 

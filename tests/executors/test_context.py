@@ -59,7 +59,10 @@ def test_runner_outcomes(tmp_path):
     spec = {"kind": "steps", "params": {"steps": 3, "step_seconds": 0}}
     ckpt = str(tmp_path / "a")
     out = run_attempt(1, 1, "run-ok", spec, "executors.bodies:steps_body", ckpt)
-    assert out == {"outcome": "succeeded", "result": {"steps": 3, "accumulator": 6, "trace": [[1, 0], [1, 1], [1, 2]]}}
+    assert out == {
+        "outcome": "succeeded",
+        "result": {"steps": 3, "accumulator": 6, "trace": [[1, 0], [1, 1], [1, 2]]},
+    }
     failing = {"kind": "steps", "params": {"steps": 3, "step_seconds": 0, "fail_at_step": 1}}
     out = run_attempt(2, 1, "run-fail", failing, "executors.bodies:steps_body", str(tmp_path / "b"))
     assert out["outcome"] == "failed" and "fail_at_step=1" in out["error"] and "Traceback" in out["traceback"]

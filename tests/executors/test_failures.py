@@ -16,15 +16,15 @@ def start_event(client, handle, attempt):
 
 def test_worker_sigkill_mid_job_resumes_from_checkpoint(make_client, steps, wait_until):
     client = make_client()
-    job = client.submit(steps(40, 0.025, max_attempts=3))
+    job = client.submit(steps(60, 0.025, max_attempts=3))
     wait_until(lambda: len(job.metrics()) >= 8)
     # The start event names the worker process; the nanny restarts it after the kill.
     pid = wait_until(lambda: start_event(client, job, 1))["payload"]["pid"]
     assert pid != os.getpid()
     os.kill(pid, signal.SIGKILL)
     result = job.result(timeout=120)
-    assert [step for _, step in result["trace"]] == list(range(40))
-    assert result["accumulator"] == 40 * 41 // 2
+    assert [step for _, step in result["trace"]] == list(range(60))
+    assert result["accumulator"] == 60 * 61 // 2
     info = job.info()
     assert info["crashes"] == 1 and info["attempts"] == 2 and info["state"] == "succeeded"
     lost = [t for t in info["transitions"] if t["from_state"] == "running" and t["to_state"] == "queued"]

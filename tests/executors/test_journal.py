@@ -12,7 +12,9 @@ from executors.journal import Journal
 def test_jobs_transitions_and_events_survive_reopening(tmp_path):
     path = tmp_path / "j" / "journal.sqlite"
     journal = Journal(path)
-    ids = journal.add_jobs([{"kind": "steps", "priority": p, "spec": {"kind": "steps"}, "user": "ann"} for p in (1, 2)])
+    ids = journal.add_jobs(
+        [{"kind": "steps", "priority": p, "spec": {"kind": "steps"}, "user": "ann"} for p in (1, 2)]
+    )
     assert ids == [1, 2]
     journal.transition(1, "running", "released", attempts=1, worker="tcp://w")
     journal.transition(1, "failed", "boom", error="RuntimeError: boom", traceback="Traceback ...")
@@ -29,7 +31,9 @@ def test_jobs_transitions_and_events_survive_reopening(tmp_path):
     ]
     assert [j["id"] for j in journal.list_jobs(state="queued", user="ann")] == [2]
     events = journal.events(2)
-    assert [e["type"] for e in events] == ["log", "metric"] and journal.events(2, after=events[0]["id"])[0]["step"] == 3
+    assert [e["type"] for e in events] == ["log", "metric"] and journal.events(2, after=events[0]["id"])[0][
+        "step"
+    ] == 3
     assert journal.kinds() == {"mine": "pkg.mod:body"}
     mode = sqlite3.connect(path).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"

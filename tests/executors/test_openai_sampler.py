@@ -80,6 +80,17 @@ def test_chat_with_tools_and_seeds(remote):
     assert first[0].prompt_ids != first[1].prompt_ids
 
 
+def test_without_return_token_ids_the_text_and_logprobs_still_come_back(remote):
+    plain = OpenAISampler(remote.base_url, "tiny", return_token_ids=False)
+    try:
+        [c] = plain.generate([PROMPTS[0]], SamplingParams(max_tokens=4, temperature=0.0))
+        [want] = remote.generate([PROMPTS[0]], SamplingParams(max_tokens=4, temperature=0.0))
+    finally:
+        plain.close()
+    assert c.token_ids == () and c.text == want.text
+    assert c.logprobs == pytest.approx(want.logprobs, abs=1e-6)
+
+
 def test_adapter_names_an_unknown_model_and_fails_without_retry(remote):
     attempts = remote.attempts
     with pytest.raises(OpenAIRequestError, match=r"HTTP 400.*'nope' does not exist"):

@@ -227,6 +227,7 @@ BAD_REQUESTS = [
     ("completions", b'{"model": "tiny", "prompt": "x", "top_p": NaN}', "top_p"),
     ("completions", b'{"model": "tiny", "prompt": "x", "temperature": Infinity}', "temperature"),
     ("completions", b'{"model": "tiny", "prompt": [[1], []]}', "prompt"),
+    ("completions", b'{"model": "tiny", "prompt": "x", "logprobs": 5}', "logprobs"),
     ("chat/completions", b'{"model": "tiny", "messages": []}', "messages"),
     (
         "chat/completions",

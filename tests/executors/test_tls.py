@@ -7,19 +7,18 @@ import ipaddress
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import shutil
-
 import pytest
 from distributed import Security
 from typer.testing import CliRunner
 
-from executors import ConnectError, connect
+from executors import connect
 from executors.cli import app
 
 
@@ -42,7 +41,7 @@ def make_certificates(directory: Path) -> tuple[str, str, str]:
     def _name(common: str) -> x509.Name:
         return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
 
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
         x509.CertificateBuilder().subject_name(_name("gym-tinker test CA")).issuer_name(_name("gym-tinker test CA"))
@@ -67,13 +66,17 @@ def make_certificates(directory: Path) -> tuple[str, str, str]:
     paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
     paths[2].write_bytes(
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
     )
     return tuple(str(p) for p in paths)  # type: ignore[return-value]
 
 
 def _openssl_certificates(directory: Path) -> tuple[str, str, str]:
-    ca, ca_key, cert, key, csr = (str(directory / n) for n in ("ca.pem", "ca.key", "node.pem", "node.key", "node.csr"))
+    ca, ca_key, cert, key, csr = (
+        str(directory / n) for n in ("ca.pem", "ca.key", "node.pem", "node.key", "node.csr")
+    )
     ext = directory / "ext.cnf"
     ext.write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n")
     ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -115,6 +118,29 @@ def tls_cluster(tmp_path):
     assert proc.returncode == 0
 
 
+REFUSED = """
+import sys
+from distributed import Security
+from executors import ConnectError, connect
+try:
+    connect(sys.argv[1], security={security}, timeout=5)
+except ConnectError as exc:
+    print("refused:", exc)
+    sys.exit(0)
+sys.exit(1)
+"""
+
+
+def refused(address: str, security: str) -> str:
+    """Whether a fresh process connecting with ``security`` (Python source) gets ConnectError.
+
+    Returns "" when it was refused, else what the process printed (for the assertion message).
+    """
+    code = REFUSED.replace("{security}", security)
+    proc = subprocess.run([sys.executable, "-c", code, address], capture_output=True, text=True, timeout=120)
+    return "" if proc.returncode == 0 and "refused:" in proc.stdout else proc.stdout + proc.stderr[-3000:]
+
+
 def test_tls_cluster_accepts_certified_clients_only(tls_cluster, tmp_path, monkeypatch):
     address, (ca, cert, key) = tls_cluster
     security = Security(tls_ca_file=ca, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
@@ -126,18 +152,17 @@ def test_tls_cluster_accepts_certified_clients_only(tls_cluster, tmp_path, monke
         handle = client.submit({"kind": "steps", "params": {"steps": 2, "step_seconds": 0}})
         assert handle.result(timeout=60)["accumulator"] == 3
 
-    with pytest.raises(ConnectError, match="cannot connect"):
-        connect(address, timeout=3)  # no TLS context at all
-    ca_only = Security(tls_ca_file=ca, require_encryption=True)
-    with pytest.raises(ConnectError):
-        connect(address, security=ca_only, timeout=3)  # encrypted, but no client certificate
-    with pytest.raises(ConnectError):
-        connect(address.replace("tls://", "tcp://"), timeout=3)  # plain TCP
+    # Refused clients run in their own processes, as they would in real life.
+    for security_args in ("None", f"Security(tls_ca_file={ca!r}, require_encryption=True)"):
+        assert not refused(address, security_args), refused(address, security_args)
+    assert not refused(address.replace("tls://", "tcp://"), "None")
 
     monkeypatch.setenv("GYM_TINKER_ADDRESS", address)
-    runner = CliRunner()
-    result = runner.invoke(app, ["jobs", "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key])
+    result = CliRunner().invoke(app, ["jobs", "--tls-ca-file", ca, "--tls-cert", cert, "--tls-key", key])
     assert result.exit_code == 0, result.output
-    result = runner.invoke(app, ["jobs"])
-    assert result.exit_code == 3
+    plain = subprocess.run(
+        [sys.executable, "-m", "executors.cli", "jobs"], env={**os.environ, "GYM_TINKER_ADDRESS": address},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert plain.returncode == 3, plain.stderr
     assert os.path.exists(tmp_path / "state" / "journal.sqlite")
