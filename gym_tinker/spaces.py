@@ -9,7 +9,12 @@ functions), so ``gym.make_vec(..., vectorization_mode="sync" | "async")`` works 
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
+import os
+import shutil
+import tempfile
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from copy import deepcopy
 from types import ModuleType
@@ -156,34 +161,72 @@ def _create_empty_text_array(space: TextSpace, n: int = 1, fn: Any = np.zeros) -
 class SharedStrings:
     """The observation buffer of an ``AsyncVectorEnv`` over a :class:`TextSpace`.
 
-    Strings have no fixed size, so instead of a fixed ``multiprocessing.Array`` the buffer is a
-    list held by a ``multiprocessing`` manager process: workers write their observation into
-    their slot, the main process reads the current strings. It behaves as a read-only sequence;
-    ``deepcopy`` (what ``AsyncVectorEnv`` returns with ``copy=True``) gives a plain tuple.
+    Strings have no fixed size, so each env gets a fixed slot of shared memory
+    (``slot_bytes``, 64 KiB by default) for its UTF-8 encoded observation, and an observation
+    larger than the slot goes to a file in a private temporary folder instead (its length is
+    stored as negative to say so). Workers write their slot; the main process reads all slots.
+    It behaves as a read-only sequence of strings; ``deepcopy`` (what ``AsyncVectorEnv`` returns
+    with ``copy=True``) gives a plain tuple.
+
+    Example:
+        >>> buffer = SharedStrings(2, slot_bytes=8)
+        >>> buffer.write(0, "hi"); buffer.write(1, "longer than eight bytes")
+        >>> buffer.snapshot()
+        ('hi', 'longer than eight bytes')
     """
 
-    def __init__(self, n: int, ctx: ModuleType | Any = mp):
-        self._manager = ctx.Manager()
-        self._slots = self._manager.list([""] * n)
+    def __init__(self, n: int, ctx: ModuleType | Any = mp, *, slot_bytes: int = 64 * 1024):
+        self.n = n
+        self.slot_bytes = slot_bytes
+        self._data = ctx.RawArray(ctypes.c_char, n * slot_bytes)
+        self._lengths = ctx.RawArray(ctypes.c_longlong, n)
+        self._overflow_dir = tempfile.mkdtemp(prefix="gym-tinker-obs-")
+        # Only the creating process removes the folder (workers get pickled copies without this).
+        self._cleanup = weakref.finalize(self, shutil.rmtree, self._overflow_dir, ignore_errors=True)
 
     def __getstate__(self) -> dict[str, Any]:
-        # Workers only need the proxy; the manager object stays with its owner.
-        return {"_manager": None, "_slots": self._slots}
+        state = dict(self.__dict__)
+        del state["_cleanup"]
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
 
+    def _overflow_path(self, index: int) -> str:
+        return os.path.join(self._overflow_dir, f"slot-{index}")
+
     def write(self, index: int, value: str) -> None:
-        self._slots[index] = value
+        data = value.encode("utf-8", "surrogatepass")
+        if len(data) <= self.slot_bytes:
+            ctypes.memmove(ctypes.addressof(self._data) + index * self.slot_bytes, data, len(data))
+            self._lengths[index] = len(data)
+            return
+        tmp = self._overflow_path(index) + ".tmp"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, self._overflow_path(index))
+        self._lengths[index] = -len(data)
+
+    def read(self, index: int) -> str:
+        if not -self.n <= index < self.n:
+            raise IndexError(f"SharedStrings index {index} out of range for {self.n} slots")
+        index %= self.n
+        length = self._lengths[index]
+        if length >= 0:
+            data = ctypes.string_at(ctypes.addressof(self._data) + index * self.slot_bytes, length)
+        else:
+            with open(self._overflow_path(index), "rb") as f:
+                data = f.read()
+        return data.decode("utf-8", "surrogatepass")
 
     def snapshot(self) -> tuple[str, ...]:
-        return tuple(self._slots)
+        return tuple(self.read(i) for i in range(self.n))
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return self.n
 
     def __getitem__(self, index: Any) -> Any:
-        return self.snapshot()[index]
+        return self.read(index) if isinstance(index, int) else self.snapshot()[index]
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.snapshot())

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import copy
+import gc
 import multiprocessing as mp
+import os
 import pickle
 
 import gymnasium as gym
@@ -19,7 +21,8 @@ from gymnasium.vector.utils import (
     write_to_shared_memory,
 )
 
-from gym_tinker.spaces import TextObservation, TextSpace
+from gym_tinker.core import TextEnv
+from gym_tinker.spaces import SharedStrings, TextObservation, TextSpace
 
 
 def test_sample_is_varied_and_seeded():
@@ -127,5 +130,50 @@ def test_async_vector_env_with_default_shared_memory():
         observations, rewards, *_ = vector.step(("crane", "<answer>slate</answer>"))
         assert observations[0].startswith("CRANE: ") and observations[1].startswith("SLATE: ")
         assert rewards.shape == (2,)
+    finally:
+        vector.close()
+
+
+def _write_from_child(buffer, index, value):
+    buffer.write(index, value)
+
+
+def test_shared_strings_cross_process_small_and_oversized():
+    ctx = mp.get_context("spawn")
+    buffer = SharedStrings(3, ctx, slot_bytes=16)
+    values = ["short", "ünïcode ✓ but more than sixteen bytes", ""]
+    for index, value in enumerate(values):
+        child = ctx.Process(target=_write_from_child, args=(buffer, index, value))
+        child.start()
+        child.join(30)
+        assert child.exitcode == 0
+    assert buffer.snapshot() == tuple(values)
+    assert copy.deepcopy(buffer) == tuple(values) and isinstance(copy.deepcopy(buffer), tuple)
+    assert buffer[1] == values[1] and buffer[-1] == "" and len(buffer) == 3
+    with pytest.raises(IndexError, match="out of range"):
+        buffer.read(3)
+    folder = buffer._overflow_dir
+    del buffer
+    gc.collect()
+    assert not os.path.exists(folder), "the overflow folder is removed with the buffer"
+
+
+class Big(TextEnv):
+    """Observations far larger than a shared-memory slot (module level, so workers can unpickle it)."""
+
+    def _reset(self, options):
+        return "x" * 200_000, {}
+
+    def _step(self, action):
+        return action * 3, 0.0, False, False, {}
+
+
+def test_async_vector_env_passes_observations_larger_than_a_slot():
+    vector = gym.vector.AsyncVectorEnv([Big, Big])
+    try:
+        observations, _ = vector.reset(seed=0)
+        assert [len(o) for o in observations] == [200_000, 200_000]
+        observations, *_ = vector.step(("ab", "é" * 40_000))
+        assert observations == ("ababab", "é" * 120_000)
     finally:
         vector.close()
