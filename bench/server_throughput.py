@@ -138,6 +138,7 @@ def bench_server(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="16 requests per client count")
     parser.add_argument("--model", default="tiny-random")
     parser.add_argument("--clients", default="1,8,32", help="comma-separated client counts")
     parser.add_argument("--requests", type=int, default=64, help="requests per client count")
@@ -149,7 +150,7 @@ def main() -> None:
     rows = bench_server(
         args.model,
         tuple(int(c) for c in args.clients.split(",")),
-        args.requests,
+        16 if args.quick else args.requests,
         args.max_tokens,
         args.threads,
         args.wait_ms,
