@@ -83,7 +83,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"mean reward {result['mean_reward']:.3f}, {result['tokens_per_s']:.1f} sampled tok/s"
     )
     first = load_jsonl(result["trajectories"])[0]
-    console.print(f"\n[bold]transcript[/] (seed {first.seed}, {first.stop_reason}, reward {first.total_reward}):")
+    console.print(
+        f"\n[bold]transcript[/] (seed {first.seed}, {first.stop_reason}, reward {first.total_reward}):"
+    )
     for turn in first.turns:
         console.print(f"[cyan]env  [/] {turn.observation.strip()[:400]}", markup=True, highlight=False)
         console.print(f"[green]agent[/] {turn.action.strip()[:400]}", markup=True, highlight=False)

@@ -46,7 +46,9 @@ class RolloutJobParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     episodes: int = Field(32, ge=1, description="Episodes to run, one per seed.")
-    batch_size: int = Field(8, ge=1, le=256, description="Episodes sampled together (one policy batch per turn).")
+    batch_size: int = Field(
+        8, ge=1, le=256, description="Episodes sampled together (one policy batch per turn)."
+    )
     seed: int = Field(0, ge=0, description="Seed of the first episode; episode i uses seed + i.")
     env_kwargs: dict[str, Any] = Field(default_factory=dict, description="Keyword arguments for gym.make.")
     max_tokens: int = Field(128, ge=1, description="Most tokens sampled per turn.")
@@ -137,7 +139,7 @@ def _run(ctx: JobContext, *, default_temperature: float) -> dict[str, Any]:
         # One file per batch, named by its seeds: a batch redone after a crash overwrites itself.
         save_jsonl(batch_dir / f"episodes-{start:06d}-{stop:06d}.jsonl", result)
         tokens = sum(sum(1 for m in (turn.env_mask or ()) if m) for t in result for turn in t.turns)
-        rewards = [float(t.total_reward) for t in result]
+        rewards = [float(t.total_reward or 0.0) for t in result]
         state = {
             "done": stop,
             "rewards": state["rewards"] + rewards,
@@ -153,7 +155,9 @@ def _run(ctx: JobContext, *, default_temperature: float) -> dict[str, Any]:
             tokens_per_s=tokens / seconds if seconds else 0.0,
             dropped=float(result.stats.dropped),
         )
-        ctx.log(f"episodes {start}-{stop - 1}: mean reward {sum(rewards) / len(rewards):.3f} in {seconds:.1f}s")
+        ctx.log(
+            f"episodes {start}-{stop - 1}: mean reward {sum(rewards) / len(rewards):.3f} in {seconds:.1f}s"
+        )
 
     trajectories_path = ctx.output_dir / "trajectories.jsonl"
     batches = sorted(batch_dir.glob("episodes-*.jsonl"))

@@ -136,6 +136,11 @@ class ChatRenderer(Protocol):
 
     def decode(self, token_ids: Sequence[int]) -> str: ...
 
+    # Optional: ``close_assistant_turn(sampled_ids) -> list[int]``, the ids that end an assistant
+    # turn after ``sampled_ids`` (e.g. the end-of-turn token when sampling stopped at
+    # ``max_tokens``). The rollout engine appends them, masked, before the env's reply when the
+    # renderer has it.
+
 
 @runtime_checkable
 class TokenSampler(Protocol):

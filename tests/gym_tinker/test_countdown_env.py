@@ -198,7 +198,9 @@ def test_registered_pickles_and_reset_info():
     assert env.unwrapped.solution not in json.dumps(info)
     clone = pickle.loads(pickle.dumps(env.unwrapped))
     assert clone.step(oracle(clone))[1] == 1.0
-    assert CountdownEnv.default_max_turns == next(e.max_turns for e in gym_tinker.ENV_ENTRIES if e.name == "Countdown")
+    assert CountdownEnv.default_max_turns == next(
+        e.max_turns for e in gym_tinker.ENV_ENTRIES if e.name == "Countdown"
+    )
 
 
 @settings(max_examples=150, deadline=None)
