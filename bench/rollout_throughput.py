@@ -11,8 +11,11 @@ For each env (ToolUse, Math) the same ``--episodes`` seeds are rolled out with t
 active conversation in one batch per turn. Decoding is greedy, so every run generates the same
 episodes (up to float rounding from padding) and the figures compare like with like.
 
-Columns: sampled tokens, prompt tokens (the sum of every turn's prompt length: the sampler
-prefills the whole conversation at each turn), episodes/s and generated tokens/s (sampled
+``HFSampler``'s prefix KV cache (on by default) is cleared before every run, so a run never
+reuses an earlier run's identical episodes; ``--no-prefix-cache`` turns it off to compare.
+
+Columns: sampled tokens, prompt tokens (the sum of every turn's prompt length; with the prefix
+cache on, only the part not already cached is computed), episodes/s and generated tokens/s (sampled
 tokens over wall time), the speedup over ``N = 1``, and the env's share of the rollout's wall
 time (env resets and steps, including ToolUse's tools).
 """
@@ -73,13 +76,15 @@ def make_sampler(args: argparse.Namespace) -> Any:
     if args.quick:
         from executors.models.tiny import tiny_random_model
 
-        return HFSampler(tiny_random_model(seed=0), max_batch_size=64)
-    return HFSampler(args.model, device=args.device, max_batch_size=64)
+        return HFSampler(tiny_random_model(seed=0), max_batch_size=64, prefix_cache=args.prefix_cache)
+    return HFSampler(args.model, device=args.device, max_batch_size=64, prefix_cache=args.prefix_cache)
 
 
 def run_one(sampler: Any, env_name: str, num_envs: int, args: argparse.Namespace) -> Row:
     env_id = ENVS[env_name]
     envs = [gym.make(env_id) for _ in range(num_envs)]
+    if getattr(sampler, "prefix_cache", None) is not None:
+        sampler.prefix_cache.clear()  # each run starts cold: no reuse of an earlier run's episodes
     params = SamplingParams(max_tokens=args.max_tokens, temperature=0.0)
     seeds = list(range(args.episodes))
     try:
@@ -124,6 +129,12 @@ def main() -> None:
     )
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="torch CPU threads")
     parser.add_argument(
+        "--no-prefix-cache",
+        dest="prefix_cache",
+        action="store_false",
+        help="turn off HFSampler's prefix KV cache (reuse across turns)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=None, help=f"JSON output (default {RESULTS.name}; quick: *_quick.json)"
     )
     args = parser.parse_args()
@@ -167,6 +178,7 @@ def main() -> None:
         "threads": args.threads,
         "max_tokens": args.max_tokens,
         "max_turns": args.max_turns,
+        "prefix_cache": args.prefix_cache,
         "decoding": "greedy",
         "machine": {
             "platform": platform.platform(),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from executors.sampling.common import RenderingPolicy, RowRequest, check_prompt_ids, find_stop, rows_for
+from executors.sampling.prefix_cache import Hit, PrefixCache, assemble_batch, row_keys_values, weights_version
 from gym_tinker.policy import ChatRenderer, Completion, FinishReason, SamplingParams
 
 __all__ = ["AdapterError", "HFSampler", "TokenCallback"]
@@ -36,6 +37,7 @@ class _ModelState:
     lock: threading.RLock = field(default_factory=threading.RLock)
     peft_model: Any = None
     adapters: dict[str, str] = field(default_factory=dict)
+    loads: int = 0
 
 
 # Keyed by the model object: peft injects LoRA layers into the model in place, so two samplers
@@ -83,8 +85,9 @@ class HFSampler(RenderingPolicy):
 
     Seeds: row ``i`` of a call with ``params.seed = s`` draws from its own generator seeded by
     :func:`~executors.sampling.common.row_seed` ``(s, i)``, so the same seed and prompts give
-    the same completions, and a row's completion does not depend on the other rows in the
-    batch (up to float rounding from padding, which can flip a draw that falls on a boundary).
+    the same completions, and a row's completion depends neither on the other rows in the
+    batch nor on earlier calls (up to float rounding from padding and from reused prefix keys
+    and values: about 1e-6 in log-probs, which can flip a draw that falls on a boundary).
 
     Thread-safe: calls from several threads run one at a time (the server's
     :class:`~executors.server.BatchingEngine` merges concurrent requests into one batch).
@@ -96,13 +99,17 @@ class HFSampler(RenderingPolicy):
         renderer: Chat renderer; default :class:`executors.chat.HFChatRenderer` over the tokenizer.
         dtype: Torch dtype for a model loaded by reference.
         max_batch_size: Most rows run through the model at once (larger batches are split).
+        prefix_cache: Keep finished rows' keys and values (per adapter) so that a prompt that
+            extends an earlier prompt + completion (a multi-turn episode's next turn) runs only
+            its new tokens. Dropped when an adapter loads or the weights change in place.
+        prefix_cache_bytes, prefix_cache_entries: Bounds of that cache (LRU eviction).
 
     Example:
         >>> sampler = HFSampler("tiny-random")
         >>> [c] = sampler.generate([[1, 5, 6]], SamplingParams(max_tokens=4, seed=0))
         >>> len(c.token_ids) == len(c.logprobs) <= 4, c.finish_reason in ("stop", "length")
         (True, True)
-        >>> c == sampler.generate([[1, 5, 6]], SamplingParams(max_tokens=4, seed=0))[0]
+        >>> c.token_ids == sampler.generate([[1, 5, 6]], SamplingParams(max_tokens=4, seed=0))[0].token_ids
         True
     """
 
@@ -114,6 +121,9 @@ class HFSampler(RenderingPolicy):
         *,
         dtype: Any = None,
         max_batch_size: int = 64,
+        prefix_cache: bool = True,
+        prefix_cache_bytes: int = 1 << 30,
+        prefix_cache_entries: int = 64,
     ) -> None:
         if isinstance(model, tuple):
             if len(model) != 2:
@@ -148,6 +158,10 @@ class HFSampler(RenderingPolicy):
         self._cache_kwarg = "cache" if "cache" in forward_params else "past_key_values"
         self.forward_batches = 0
         """How many batched decoding loops ran (the server's batching tests read it)."""
+        self.prefix_cache: PrefixCache | None = (
+            PrefixCache(prefix_cache_bytes, prefix_cache_entries) if prefix_cache else None
+        )
+        """Keys and values of earlier rows, reused by later prompts that extend them (``None``: off)."""
 
     def _eos_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -209,6 +223,7 @@ class HFSampler(RenderingPolicy):
                 ) from err
             self._state.peft_model.eval()
             self._state.adapters[name] = folder
+            self._state.loads += 1
 
     def _check_adapter(self, adapter: str | None) -> None:
         if adapter is not None and adapter not in self._state.adapters:
@@ -250,6 +265,8 @@ class HFSampler(RenderingPolicy):
 
         results: list[Completion] = []
         with self._state.lock, torch.inference_mode():
+            if self.prefix_cache is not None:  # entries computed with other weights are wrong
+                self.prefix_cache.refresh((self._state.loads, weights_version(self.model)))
             for start in range(0, len(rows), self.max_batch_size):
                 chunk = rows[start : start + self.max_batch_size]
                 callback = None if on_token is None else _offset_callback(on_token, start)
@@ -272,23 +289,16 @@ class HFSampler(RenderingPolicy):
         self, model: Any, requests: Sequence[RowRequest], on_token: TokenCallback | None, adapter: str | None
     ) -> list[Completion]:
         import torch
-        from transformers import DynamicCache
 
         self.forward_batches += 1
         device = self.device
         rows = [_Row(req, torch.Generator().manual_seed(req.seed % (1 << 63))) for req in requests]
-        width = max(len(r.request.prompt_ids) for r in rows)
-        input_ids = torch.full((len(rows), width), self.pad_id, dtype=torch.long)
-        mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            ids = row.request.prompt_ids
-            input_ids[i, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
-            mask[i, width - len(ids) :] = 1
-        input_ids, mask = input_ids.to(device), mask.to(device)
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        prompts = [r.request.prompt_ids for r in rows]
+        store = self.prefix_cache
+        hits = [Hit(0, None) if store is None else store.lookup(adapter, p) for p in prompts]
+        input_ids, mask, positions, cache = assemble_batch(prompts, hits, self.pad_id, device)
         temps = torch.tensor([r.request.params.temperature for r in rows], dtype=torch.float32, device=device)
         top_ps = torch.tensor([r.request.params.top_p for r in rows], dtype=torch.float32, device=device)
-        cache = DynamicCache()
         active = list(range(len(rows)))
         while active:
             # The cache is filled in place; finished rows are dropped from it below.
@@ -312,6 +322,11 @@ class HFSampler(RenderingPolicy):
                 self._check_finished(row)
                 if row.finish is None:
                     keep.append(pos)
+                elif store is not None:
+                    # The cache holds the prompt and every sampled id but the last (never fed back).
+                    kv = row_keys_values(cache, mask, pos)
+                    if kv is not None:
+                        store.store(adapter, (*row.request.prompt_ids, *row.tokens[:-1]), kv)
             if not keep:
                 break
             if len(keep) < len(active):
