@@ -7,7 +7,7 @@ trajectories (``trajectories.jsonl``, token ids and log-probs included) and chec
 
 Run::
 
-    python examples/quickstart.py                                   # 32 Math episodes, ~2 min on 2 cores
+    python examples/quickstart.py                                   # 32 Math episodes, ~30 s on 2 cores
     python examples/quickstart.py --env tinker/ToolUse-v0 --episodes 8 --max-tokens 96
     python examples/quickstart.py --model tiny-random --episodes 4  # seconds; what the test runs
 """
