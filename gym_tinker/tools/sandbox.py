@@ -39,6 +39,9 @@ _warned_nproc: list[bool] = []
 _BWRAP_WORKS: dict[str, str | None] = {}
 _SANDBOX_ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
 _MB = 2**20
+# The real interpreter behind a virtualenv's `python` link: a venv (or tox env) that lives under
+# /tmp would be hidden by the sandbox's private /tmp. Sandboxed code needs only the stdlib.
+_INTERPRETER = os.path.realpath(sys.executable)
 
 
 @dataclass(frozen=True)
@@ -188,7 +191,7 @@ def _bwrap_argv(bwrap: str, limits: SandboxLimits, script: Path | None) -> list[
     for key, value in _SANDBOX_ENV.items():
         argv += ["--setenv", key, value]
     program = ["/tmp/main.py"] if script is not None else ["-c", "pass"]
-    return [*argv, sys.executable, "-I", *program]
+    return [*argv, _INTERPRETER, "-I", *program]
 
 
 def _child_setup(limits: SandboxLimits, cgroup: PidsCgroup | None) -> Callable[[], None]:
@@ -306,7 +309,7 @@ def run_python(
             assert bwrap is not None
             argv, cwd = _bwrap_argv(bwrap, limits, script), None
         else:
-            argv, cwd = [sys.executable, "-I", str(script)], workdir
+            argv, cwd = [_INTERPRETER, "-I", str(script)], workdir
         try:
             proc = subprocess.Popen(
                 argv,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -257,3 +258,27 @@ def test_function_tests_cannot_be_forged_by_printing_or_tampering():
     )
     report = run_function_tests(code, "f", [([1], 1), ([2], 4)], limits=FAST)
     assert report.passed == 0
+
+
+@needs_bwrap
+def test_isolation_holds_when_the_virtualenv_lives_under_tmp():
+    # The sandbox mounts a private /tmp; a venv (or tox env) under /tmp must not hide the
+    # interpreter and silently reduce isolation.
+    venv = Path(tempfile.mkdtemp(dir="/tmp")) / "venv"
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+        site = next(p for p in sys.path if p.endswith("site-packages"))
+        root = str(Path(__file__).resolve().parents[2])
+        code = (
+            "import sys; sys.path[:0] = [%r, %r]\n"
+            "from gym_tinker.tools.sandbox import run_python\n"
+            "r = run_python('print(40 + 2)')\n"
+            "print(r.isolated, r.stdout.strip())\n"
+        ) % (root, site)
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split() == ["True", "42"], done.stdout + done.stderr[-2000:]
+    finally:
+        shutil.rmtree(venv.parent, ignore_errors=True)
