@@ -270,11 +270,11 @@ def test_isolation_holds_when_the_virtualenv_lives_under_tmp():
         site = next(p for p in sys.path if p.endswith("site-packages"))
         root = str(Path(__file__).resolve().parents[2])
         code = (
-            "import sys; sys.path[:0] = [%r, %r]\n"
+            f"import sys; sys.path[:0] = [{root!r}, {site!r}]\n"
             "from gym_tinker.tools.sandbox import run_python\n"
             "r = run_python('print(40 + 2)')\n"
             "print(r.isolated, r.stdout.strip())\n"
-        ) % (root, site)
+        )
         done = subprocess.run(
             [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=120
         )
