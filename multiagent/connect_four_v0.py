@@ -85,6 +85,7 @@ class raw_env(TurnBasedTextGame[int]):
     players = ("player_0", "player_1")
     description = "Connect four: four in a line on a 6x7 board."
     default_max_cycles = max_cycles
+    forfeit_opponent_reward = 1.0
 
     def _new_game(self, options: dict[str, Any] | None) -> str:
         self.board = Board()
@@ -118,9 +119,6 @@ class raw_env(TurnBasedTextGame[int]):
         if self.board.is_full():
             return GameOver(dict.fromkeys(self.possible_agents, 0.0), "The board is full: a draw.")
         return None
-
-    def _forfeit_rewards(self, agent: str) -> dict[str, float]:
-        return {a: (self.forfeit_penalty if a == agent else 1.0) for a in self.possible_agents}
 
     def _observation_text(self, agent: str) -> str:
         index = _INDEX[agent]

@@ -214,9 +214,15 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         """Whose turn after ``agent`` made a legal move: the next agent in ``players``."""
         return self._successor[agent]
 
+    #: What the other agents get when one forfeits (board games count it as their win).
+    forfeit_opponent_reward: float = 0.0
+
     def _forfeit_rewards(self, agent: str) -> dict[str, float]:
-        """Rewards when ``agent`` forfeits: ``forfeit_penalty`` for it, 0 for the others."""
-        return {a: (self.forfeit_penalty if a == agent else 0.0) for a in self.possible_agents}
+        """Rewards when ``agent`` forfeits: ``forfeit_penalty`` for it, ``forfeit_opponent_reward`` for the others."""
+        return {
+            a: (self.forfeit_penalty if a == agent else self.forfeit_opponent_reward)
+            for a in self.possible_agents
+        }
 
     # --- the PettingZoo API ---------------------------------------------------------------
 
