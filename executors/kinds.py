@@ -22,8 +22,12 @@ BUILTIN_KINDS: dict[str, str] = {
     "noop": "executors.bodies:noop_body",
     "sample": "executors.rollout_jobs:sample_body",
     "eval": "executors.rollout_jobs:eval_body",
+    "grpo": "executors.training.grpo:grpo_body",
+    "ppo": "executors.training.ppo:ppo_body",
+    "sft": "executors.training.sft:sft_body",
+    "selfplay": "executors.training.selfplay:selfplay_body",
 }
-"""Kinds whose bodies ship with executors (small, real bodies used by tests and benchmarks)."""
+"""Kinds whose bodies ship with executors: rollouts, training, and small bodies for tests and benchmarks."""
 
 _PICKLE_PREFIX = "pickle:"
 _registry: dict[str, str] = dict(BUILTIN_KINDS)

@@ -72,7 +72,7 @@ def journal_rows(
     >>> journal_rows([{"spec": {"kind": "grop"}}], body_ref_for)
     Traceback (most recent call last):
     ...
-    executors.errors.SpecError: kind: unknown job kind 'grop'; known kinds: eval, grpo, noop, ppo, sample, sft, steps
+    executors.errors.SpecError: kind: unknown job kind 'grop'; known kinds: eval, grpo, noop, ppo, sample, selfplay, sft, steps
     """
     rows: list[dict[str, Any]] = []
     for i, item in enumerate(items):

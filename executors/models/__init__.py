@@ -75,7 +75,9 @@ def _resolve_dtype(dtype: Any, device: str) -> Any:
     return dtype
 
 
-def load_model(ref: str | os.PathLike[str], *, device: str = "cpu", dtype: Any = None) -> tuple[Any, Any]:
+def load_model(
+    ref: str | os.PathLike[str], *, device: str = "cpu", dtype: Any = None, cache: bool = True
+) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` for a reference, once per process (later calls share the objects).
 
     A reference is one of:
@@ -94,6 +96,8 @@ def load_model(ref: str | os.PathLike[str], *, device: str = "cpu", dtype: Any =
         ref: The reference.
         device: Torch device, e.g. ``"cpu"`` or ``"cuda"``.
         dtype: Torch dtype (or its name); ``None`` means float32 on CPU, bfloat16 elsewhere.
+        cache: ``False`` loads a private copy (for training, which changes weights in place),
+            neither taken from nor kept in the shared cache.
 
     Raises:
         ModelLoadError: The reference is missing or broken; the message names what was tried.
@@ -102,6 +106,8 @@ def load_model(ref: str | os.PathLike[str], *, device: str = "cpu", dtype: Any =
         >>> model, tokenizer = load_model("tiny-random")
         >>> model is load_model("tiny-random")[0], model.training
         (True, False)
+        >>> load_model("tiny-random", cache=False)[0] is model
+        False
     """
     if not isinstance(ref, (str, os.PathLike)):
         raise TypeError(f"Expected a model reference (str or path), got {type(ref).__name__}: {ref!r}")
@@ -114,6 +120,8 @@ def load_model(ref: str | os.PathLike[str], *, device: str = "cpu", dtype: Any =
         device,
         str(torch_dtype),
     )
+    if not cache:
+        return _load_uncached(ref_str, device, torch_dtype)
     with _cache_guard:
         if key in _cache:
             return _cache[key]
@@ -226,7 +234,10 @@ def _load_smollm2(dtype: Any) -> tuple[Any, Any]:
             shutil.rmtree(folder, ignore_errors=True)
     model, tokenizer = _load_gguf(_smollm2_gguf(), dtype)
     _save_converted(model, tokenizer, folder)
-    return model, tokenizer
+    # The converted folder gives a plain model; the object read from the GGUF file still
+    # carries traces of its quantizer, which transformers' Trainer refuses to train.
+    del model
+    return _load_folder(folder, dtype)
 
 
 def _save_converted(model: Any, tokenizer: Any, folder: Path) -> None:

@@ -154,7 +154,9 @@ class HFSampler(RenderingPolicy):
         self.pad_id: int = int(pad if pad is not None else min(self.eos_ids, default=0))
         self._state = _state_for(self.model)
         # transformers renamed `past_key_values` to `cache` (5.x); older versions know only the former.
-        forward_params = inspect.signature(self.model.forward).parameters
+        # A peft PeftModel's forward is `*args, **kwargs`: read the wrapped model's signature.
+        inner = self.model.get_base_model() if hasattr(self.model, "get_base_model") else self.model
+        forward_params = inspect.signature(inner.forward).parameters
         self._cache_kwarg = "cache" if "cache" in forward_params else "past_key_values"
         self.forward_batches = 0
         """How many batched decoding loops ran (the server's batching tests read it)."""
@@ -177,6 +179,17 @@ class HFSampler(RenderingPolicy):
         return f"HFSampler({name!r}, device={str(self.device)!r}, adapters={self.adapters()})"
 
     # --- adapters ---------------------------------------------------------------------------
+
+    def invalidate_cache(self) -> None:
+        """Forget every cached prefix: call it after changing the weights in a way that may not show.
+
+        In-place writes normally bump parameter version counters, which the cache checks; fused
+        optimizers (``torch.optim.AdamW(fused=True)``, transformers' default) write without
+        bumping them, so trainers call this after each optimizer step.
+        """
+        if self.prefix_cache is not None:
+            with self._state.lock:
+                self.prefix_cache.clear()
 
     def adapters(self) -> list[str]:
         """Names of the LoRA adapters loaded on this model, in loading order."""
