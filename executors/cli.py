@@ -306,6 +306,20 @@ from executors.serve import serve_command  # noqa: E402  (typer only; torch load
 
 app.command("serve")(serve_command)
 
+# `gym-tinker train`: submit a training job and follow it (executors.train_cli).
+from executors.train_cli import train_command  # noqa: E402
+
+app.command("train")(train_command)
+
+# `gym-tinker eval`, `play` and `models` (executors.eval_cli, play_cli, models_cli).
+from executors.eval_cli import eval_command  # noqa: E402
+from executors.models_cli import models_command  # noqa: E402
+from executors.play_cli import play_command  # noqa: E402
+
+app.command("eval")(eval_command)
+app.command("play")(play_command)
+app.command("models")(models_command)
+
 
 if __name__ == "__main__":
     app()

@@ -5,6 +5,8 @@ Both run the rollout engine (:func:`gym_tinker.rollout.rollout`) with an
 (so a preempted or restarted job continues with the next batch, never repeating one) and write
 the trajectories to ``<output_dir>/trajectories.jsonl``. ``eval`` samples greedily by default
 and reports the success rate with a 95% Wilson interval; ``sample`` samples at temperature 1.
+``params.adapter`` (a peft adapter folder or a registry name such as ``math/20``) samples every
+rollout through that LoRA adapter on top of ``model``.
 
 A spec for the main demo job::
 
@@ -16,6 +18,7 @@ A spec for the main demo job::
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from pathlib import Path
@@ -26,7 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from executors.context import JobContext
 from executors.spec import format_validation_error
 
-__all__ = ["RolloutJobParams", "eval_body", "sample_body", "wilson_interval"]
+__all__ = [
+    "RolloutJobParams",
+    "eval_body",
+    "load_adapter_once",
+    "resolve_adapter",
+    "sample_body",
+    "wilson_interval",
+]
 
 
 class RolloutJobParams(BaseModel):
@@ -58,6 +68,11 @@ class RolloutJobParams(BaseModel):
     token_budget: int | None = Field(None, ge=1, description="Most tokens per episode.")
     threads: int | None = Field(None, ge=1, description="torch CPU threads for this job.")
     device: str = Field("cpu", description="torch device for the sampler.")
+    adapter: str | None = Field(
+        None,
+        min_length=1,
+        description="LoRA adapter used for every rollout: a peft adapter folder or a registry name (run/step).",
+    )
 
 
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -107,7 +122,12 @@ def _run(ctx: JobContext, *, default_temperature: float) -> dict[str, Any]:
 
         torch.set_num_threads(params.threads)
 
+    adapter = resolve_adapter(params.adapter) if params.adapter is not None else None
     sampler = _sampler(spec.model or "smollm2-135m-instruct", params.device)
+    policy = sampler
+    if adapter is not None:
+        policy = sampler.with_adapter(load_adapter_once(sampler, adapter))
+        ctx.log(f"sampling through the LoRA adapter at {adapter}")
     temperature = default_temperature if params.temperature is None else params.temperature
     sampling = SamplingParams(
         max_tokens=params.max_tokens, temperature=temperature, top_p=params.top_p, seed=params.seed
@@ -127,7 +147,7 @@ def _run(ctx: JobContext, *, default_temperature: float) -> dict[str, Any]:
         began = time.perf_counter()
         result = rollout(
             envs[: len(seeds)],
-            sampler,
+            policy,
             seeds=seeds,
             params=sampling,
             max_turns=params.max_turns,
@@ -168,6 +188,7 @@ def _run(ctx: JobContext, *, default_temperature: float) -> dict[str, Any]:
     return {
         "env": spec.env,
         "model": spec.model or "smollm2-135m-instruct",
+        "adapter": adapter,
         "episodes": len(rewards),
         "mean_reward": sum(rewards) / len(rewards),
         "success_rate": successes / len(rewards),
@@ -176,6 +197,65 @@ def _run(ctx: JobContext, *, default_temperature: float) -> dict[str, Any]:
         "tokens_per_s": state["tokens"] / state["seconds"] if state["seconds"] else 0.0,
         "trajectories": str(Path(trajectories_path)),
     }
+
+
+def resolve_adapter(ref: str) -> str:
+    """The absolute folder of the LoRA adapter ``ref``: a peft adapter folder, or a registry name (``run/step``).
+
+    Raises:
+        ValueError: ``ref`` is neither a folder with ``adapter_config.json`` nor a registry name of
+            a LoRA checkpoint.
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = (Path(d) / "adapter_config.json").write_text("{}")
+        ...     resolve_adapter(d) == str(Path(d).resolve())
+        True
+    """
+    folder = Path(ref).expanduser()
+    if (folder / "adapter_config.json").is_file():
+        return str(folder.resolve())
+    from executors.registry import resolve
+
+    try:
+        resolved = resolve(ref)
+    except (LookupError, ValueError, OSError) as exc:
+        raise ValueError(
+            f"adapter {ref!r} is neither a peft adapter folder (with adapter_config.json) "
+            f"nor a known model name: {exc}"
+        ) from None
+    if resolved.adapter is None:
+        raise ValueError(
+            f"adapter {ref!r} is not a LoRA adapter: no adapter_config.json there, and as a model name "
+            f"it resolves to the full model {resolved.base_model!r} (pass that as the model instead)"
+        )
+    return str(resolved.adapter)
+
+
+def load_adapter_once(sampler: Any, folder: str) -> str:
+    """Load the adapter at ``folder`` on ``sampler`` unless it is loaded already; return its name.
+
+    Samplers over one cached model share its adapters, so the name is derived from the folder:
+    a second eval of the same adapter in one process reuses it instead of failing on the name.
+
+    Example:
+        >>> class Sampler:  # the two methods of HFSampler this uses
+        ...     def __init__(self):
+        ...         self.loaded = {}
+        ...     def adapters(self):
+        ...         return list(self.loaded)
+        ...     def load_adapter(self, name, folder):
+        ...         self.loaded[name] = folder
+        >>> sampler = Sampler()
+        >>> name = load_adapter_once(sampler, "/runs/math/adapter")
+        >>> load_adapter_once(sampler, "/runs/math/adapter") == name, len(sampler.adapters())
+        (True, 1)
+    """
+    name = "eval-" + hashlib.sha1(str(Path(folder).resolve()).encode()).hexdigest()[:12]
+    if name not in sampler.adapters():
+        sampler.load_adapter(name, folder)
+    return name
 
 
 def _sampler(model: str, device: str) -> Any:

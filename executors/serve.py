@@ -1,4 +1,8 @@
-"""``gym-tinker serve``: run the OpenAI-compatible server over a model and its LoRA adapters."""
+"""``gym-tinker serve``: run the OpenAI-compatible server over a model and its LoRA adapters.
+
+Models and adapters may be named as in ``gym-tinker models`` (``<run>/<step>``, ``<run>/final``,
+``<run>``; see :mod:`executors.registry`): a client then picks one with ``model="<run>/<step>"``.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,21 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-__all__ = ["build_app", "parse_adapter_specs", "serve", "serve_command", "serving"]
+__all__ = [
+    "ServingPlan",
+    "build_app",
+    "parse_adapter_specs",
+    "plan_serving",
+    "serve",
+    "serve_command",
+    "serving",
+]
 
 
 def parse_adapter_specs(specs: Sequence[str]) -> dict[str, str]:
@@ -39,6 +52,144 @@ def parse_adapter_specs(specs: Sequence[str]) -> dict[str, str]:
             raise ValueError(f"Adapter name {name.strip()!r} is given twice")
         adapters[name.strip()] = path.strip()
     return adapters
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """What a server loads: a base model reference, its name in the API and the adapters on top of it."""
+
+    model: str
+    """The base model, a :func:`executors.models.load_model` reference."""
+    served_name: str | None
+    """The base model's name in the API (None: derived from ``model`` by :func:`build_app`)."""
+    adapters: dict[str, str] = field(default_factory=dict)
+    """LoRA adapters, ``{name in the API: folder}``."""
+
+
+def _adapter_items(
+    adapters: Mapping[str, str | os.PathLike[str]] | Sequence[str] | None,
+) -> list[tuple[str, str, bool]]:
+    """``(name, value, bare)`` per adapter; ``bare`` for a spec without ``NAME=`` (a run's model name)."""
+    if adapters is None:
+        return []
+    if isinstance(adapters, str):
+        raise TypeError(
+            f"Expected `adapters` as {{name: path}} or a list of 'NAME=PATH', got the str {adapters!r}"
+        )
+    if isinstance(adapters, Mapping):
+        return [(str(name), os.fspath(value), False) for name, value in adapters.items()]
+    items = []
+    for spec in adapters:
+        if "=" in spec:
+            [(name, value)] = parse_adapter_specs([spec]).items()
+            items.append((name, value, False))
+        elif spec.strip():
+            items.append((spec.strip(), spec.strip(), True))
+        else:
+            raise ValueError(
+                f"Expected --adapter NAME=PATH or a run's model name such as myrun/20, got {spec!r}"
+            )
+    return items
+
+
+def plan_serving(
+    model: str | None,
+    adapters: Mapping[str, str | os.PathLike[str]] | Sequence[str] | None = None,
+    *,
+    runs_dir: str | os.PathLike[str] | None = None,
+    served_name: str | None = None,
+) -> ServingPlan:
+    """Resolve ``--model`` and ``--adapter`` values, which may name runs' models, into what to load.
+
+    * ``model``: a model reference, or a run's model name (:func:`executors.registry.resolve`).
+      A LoRA run's name serves its base model plus the adapter under the name as given; a
+      full-parameter run's name serves that model folder under the name as given.
+    * ``adapters``: ``{name: value}`` or ``"NAME=VALUE"`` / ``"VALUE"`` strings. A value that is an
+      existing path is an adapter folder, loaded as given; otherwise it is a run's model name
+      (which must be a LoRA adapter). A bare ``"VALUE"`` is served under that name.
+    * Without ``model``, the base model is the one the named adapters were trained on.
+
+    Every adapter whose run is known must adapt the same base model.
+
+    Raises:
+        ValueError: Bad specs, an unknown name (:class:`~executors.registry.ModelNotFoundError`),
+            adapters of different base models, a full-parameter model given as an adapter, or
+            neither ``model`` nor a run's adapter to take the base model from.
+
+    Example:
+        >>> import json, tempfile
+        >>> runs = Path(tempfile.mkdtemp())
+        >>> (runs / "math/snapshots/step-000020").mkdir(parents=True)
+        >>> _ = (runs / "math/snapshots/step-000020/adapter_config.json").write_text("{}")
+        >>> _ = (runs / "math/run.json").write_text(json.dumps({"model": "tiny-random", "adapter": "lora"}))
+        >>> plan = plan_serving(None, ["math/20"], runs_dir=runs)
+        >>> plan.model, {name: Path(folder).name for name, folder in plan.adapters.items()}
+        ('tiny-random', {'math/20': 'step-000020'})
+        >>> plan_serving("smollm2-135m-instruct", ["math/20"], runs_dir=runs)
+        Traceback (most recent call last):
+        ...
+        executors.registry.RegistryError: Adapters must share one base model: --adapter math/20 was trained on 'tiny-random', but --model smollm2-135m-instruct serves 'smollm2-135m-instruct'
+        >>> plan_serving(None, [])
+        Traceback (most recent call last):
+        ...
+        ValueError: Expected --model (a model reference or a run's model name) or an --adapter naming a run's model
+    """
+    from executors.registry import RegistryError, resolve, same_base_model
+
+    base: str | None = None
+    base_from = ""
+    loaded: dict[str, str] = {}
+    if model is not None:
+        found = resolve(model, runs_dir)
+        base, base_from = found.base_model, f"--model {model}"
+        if found.adapter is not None:
+            loaded[model] = found.adapter
+        elif found.run is not None and served_name is None and not Path(model).expanduser().exists():
+            served_name = model  # a full-parameter run's model, served by its name rather than its folder's
+    for name, value, bare in _adapter_items(adapters):
+        adapter_base: str | None = None
+        if not bare and Path(value).expanduser().exists():
+            folder = value  # a folder path, loaded as given; its run (if any) says its base model
+            try:
+                found = resolve(value, runs_dir)
+                adapter_base = found.base_model if found.run is not None and found.adapter else None
+            except RegistryError:
+                adapter_base = None
+        else:
+            try:
+                found = resolve(value, runs_dir)
+            except RegistryError as err:
+                if bare:  # keeps the error's class (ModelNotFoundError stays one)
+                    raise type(err)(
+                        f"Expected --adapter NAME=PATH or a run's model name such as myrun/20, got {value!r}: {err}"
+                    ) from None
+                raise
+            if found.adapter is None:
+                raise RegistryError(
+                    f"--adapter {name}={value}: {value!r} is a full model ({found.path}), not a LoRA adapter; "
+                    f"serve it on its own with --model {value}"
+                )
+            if bare and found.run is None:
+                raise RegistryError(
+                    f"Expected --adapter NAME=PATH or a run's model name such as myrun/20, got the folder {value!r}"
+                )
+            folder, adapter_base = found.adapter, found.base_model
+        if name in loaded:
+            raise ValueError(f"Adapter name {name!r} is given twice")
+        if adapter_base is not None:
+            if base is None:
+                base, base_from = adapter_base, f"--adapter {value}"
+            elif not same_base_model(base, adapter_base):
+                raise RegistryError(
+                    f"Adapters must share one base model: --adapter {value} was trained on {adapter_base!r}, "
+                    f"but {base_from} serves {base!r}"
+                )
+        loaded[name] = folder
+    if base is None:
+        raise ValueError(
+            "Expected --model (a model reference or a run's model name) or an --adapter naming a run's model"
+        )
+    return ServingPlan(model=base, served_name=served_name, adapters=loaded)
 
 
 def build_app(
@@ -89,7 +240,7 @@ def build_app(
 
 
 def serve(
-    model: str,
+    model: str | None,
     adapters: Mapping[str, str | os.PathLike[str]] | Sequence[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8000,
@@ -100,26 +251,24 @@ def serve(
     max_batch_rows: int = 64,
     wait_ms: float = 5.0,
     log_level: str = "info",
+    runs_dir: str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve ``model`` (and ``adapters``) over HTTP until interrupted. Blocks.
 
     ``adapters`` is ``{name: path}`` or a list of ``"NAME=PATH"`` strings (the CLI's form).
+    ``model`` and the adapters may name runs' models (``<run>/<step>``), see :func:`plan_serving`.
     """
     import uvicorn
 
-    if isinstance(adapters, str):
-        raise TypeError(
-            f"Expected `adapters` as {{name: path}} or a list of 'NAME=PATH', got the str {adapters!r}"
-        )
-    named = parse_adapter_specs(adapters) if isinstance(adapters, Sequence) else adapters
+    plan = plan_serving(model, adapters, runs_dir=runs_dir, served_name=served_name)
     if not isinstance(port, int) or not 0 <= port < 65536:
         raise ValueError(f"Expected `port` in [0, 65535], got {port!r}")
     app = build_app(
-        model,
-        named,
+        plan.model,
+        plan.adapters,
         device=device,
         dtype=dtype,
-        served_name=served_name,
+        served_name=plan.served_name,
         max_batch_rows=max_batch_rows,
         wait_ms=wait_ms,
     )
@@ -164,15 +313,29 @@ def serving(app: Any, host: str = "127.0.0.1", port: int = 0, *, timeout: float 
 
 def serve_command(
     model: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--model",
             "-m",
-            help="tiny-random, smollm2-135m-instruct, a .gguf file or a Hugging Face model folder.",
+            help="tiny-random, smollm2-135m-instruct, a .gguf file, a Hugging Face model folder, or a run's "
+            "model name as listed by `gym-tinker models` (<run>/<step>, <run>/final, <run>). "
+            "Default: the base model of the run adapters given.",
+            show_default=False,
         ),
-    ],
+    ] = None,
     adapter: Annotated[
-        list[str] | None, typer.Option("--adapter", help="A LoRA adapter as NAME=PATH (repeatable).")
+        list[str] | None,
+        typer.Option(
+            "--adapter",
+            help="A LoRA adapter as NAME=PATH, NAME=<run>/<step>, or just <run>/<step> (served under that name). "
+            "Repeatable.",
+        ),
+    ] = None,
+    runs_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--runs-dir", help="Where runs' models are looked up (default: $GYM_TINKER_RUNS, else ./runs)."
+        ),
     ] = None,
     host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
@@ -185,27 +348,34 @@ def serve_command(
     max_batch_rows: Annotated[int, typer.Option(help="Most sequences sampled in one batch.")] = 64,
     threads: Annotated[int | None, typer.Option(help="Torch CPU threads (default: torch's choice).")] = None,
 ) -> None:
-    """Serve a model and its LoRA adapters with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions)."""
+    """Serve a model and its LoRA adapters with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions).
+
+    Runs' models are served by their names: `gym-tinker serve --adapter myrun/20` lets a client ask for
+    model="myrun/20".
+    """
     from executors.models import ModelLoadError
     from executors.sampling.hf import AdapterError
 
     try:
-        adapters = parse_adapter_specs(adapter or [])
+        plan = plan_serving(model, adapter or [], runs_dir=runs_dir, served_name=served_name)
     except ValueError as err:
-        raise typer.BadParameter(str(err), param_hint="--adapter") from None
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
     if threads is not None:
         import torch
 
         torch.set_num_threads(threads)
+    names = ", ".join(f"{name} ({folder})" for name, folder in plan.adapters.items()) or "none"
+    typer.echo(f"serving {plan.model} with adapters: {names}", err=True)
     try:
         serve(
-            model,
-            adapters,
+            plan.model,
+            plan.adapters,
             host,
             port,
             device=device,
             dtype=dtype,
-            served_name=served_name,
+            served_name=plan.served_name,
             max_batch_rows=max_batch_rows,
             wait_ms=wait_ms,
         )

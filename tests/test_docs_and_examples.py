@@ -57,3 +57,24 @@ def test_quickstart_main_job_runs_on_the_embedded_cluster(tmp_path):
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
     assert "success" in done.stdout and "over 2 episodes" in done.stdout
     assert (tmp_path / "run" / "trajectories.jsonl").is_file()
+
+
+def test_readme_run_command_trains_its_config_with_the_tiny_model(tmp_path):
+    """The README's main job (`gym-tinker train CONFIG`) runs as written, shrunk to the tiny model."""
+    pytest.importorskip("trl")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = re.search(r"```bash\n(python3 -m venv .*?)\n```", readme).group(1)
+    main_job = command.split("&&")[-1].split()
+    assert main_job[:2] == ["gym-tinker", "train"], main_job
+    config = ROOT / main_job[2]
+    assert config.is_file(), config
+    overrides = ["model=tiny-random", "steps=2", "prompts_per_step=2", "group_size=2", "max_tokens=4",
+                 "eval_episodes=4", "eval_every=1", "report_to=none"]  # fmt: skip
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "gym-tinker"), "train", str(config), *overrides,
+         "--output-dir", str(tmp_path / "run")],
+        env={**os.environ, "COLUMNS": "200"}, capture_output=True, text=True, timeout=240, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-4000:]
+    assert "succeeded" in done.stdout
+    assert (tmp_path / "run" / "reward_curve.png").is_file() and (tmp_path / "run" / "adapter").is_dir()

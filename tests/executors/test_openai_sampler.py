@@ -128,13 +128,15 @@ class Scripted:
                     }
                 )
                 data = json.dumps(body).encode()
+                # Leave the count before answering: once the client has the answer it may send its
+                # next request, which must not overlap this one in the count.
+                with script.lock:
+                    script.in_flight -= 1
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-                with script.lock:
-                    script.in_flight -= 1
 
             def log_message(self, *args):
                 pass

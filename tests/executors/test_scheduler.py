@@ -89,11 +89,11 @@ def test_body_exception_fails_job_with_traceback(make_client, steps):
         handle.result()
 
 
-def test_kind_without_a_body_fails_cleanly(make_client):
+def test_a_job_whose_body_raises_fails_cleanly_with_the_reason(make_client):
     client = make_client()
     handle = client.submit({"kind": "sft", "model": "tiny", "dataset": "d"})
-    assert handle.wait(timeout=30) == "failed"
-    assert "no job body is registered for kind 'sft'" in handle.info()["error"]
+    assert handle.wait(timeout=60) == "failed"
+    assert "Unknown model reference 'tiny'" in handle.info()["error"]
 
 
 def test_invalid_specs_queue_nothing(make_client, tmp_path):
