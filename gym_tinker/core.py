@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, ClassVar, NoReturn, SupportsFloat
 
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
@@ -70,7 +70,9 @@ class TextEnv(gym.Env[str, str]):
         self.action_space = TextSpace()
         self.turn = 0
         self._done = True
-        self._transcript: list[tuple[str, str]] = []
+        self._started = False
+        # Observations and actions in turn, starting with an observation; kept only for `render`.
+        self._transcript: list[str] = []
 
     # --- to implement ---------------------------------------------------------------------
 
@@ -91,46 +93,61 @@ class TextEnv(gym.Env[str, str]):
         super().reset(seed=seed)
         self.turn = 0
         self._done = False
+        self._started = True
         observation, info = self._reset(options)
-        info.setdefault("system_prompt", "")
-        info.setdefault("tools", [])
-        info.setdefault("task_id", "")
+        if "system_prompt" not in info:
+            info["system_prompt"] = ""
+        if "tools" not in info:
+            info["tools"] = []
+        if "task_id" not in info:
+            info["task_id"] = ""
         info["turn"] = 0
-        self._transcript = [("observation", observation)]
-        if self.render_mode == "human":
-            self.render()
+        if self.render_mode is not None:
+            self._transcript = [observation]
+            if self.render_mode == "human":
+                self.render()
         return observation, info
 
     def step(self, action: str) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """Take one action. Any string is legal; anything else is a ``TypeError``."""
+        if self._done or not isinstance(action, str):
+            self._reject(action)
+        self.turn += 1
+        observation, reward, terminated, truncated, info = self._step(action)
+        terminated = bool(terminated)
+        truncated = bool(truncated) or (not terminated and self.turn >= self.max_turns)
+        self._done = terminated or truncated
+        info["turn"] = self.turn
+        if self.render_mode is not None:
+            self._transcript += (action, observation)
+            if self.render_mode == "human":
+                self.render()
+        return observation, reward, terminated, truncated, info
+
+    def _reject(self, action: Any) -> NoReturn:
+        """Raise the error for a step that cannot be taken (a non-string action, or no live episode)."""
         if not isinstance(action, str):
             raise TypeError(
                 f"{type(self).__name__}.step expects the action as a str (the agent's message), "
                 f"got {type(action).__name__}: {action!r:.80}"
             )
-        if self._done:
-            raise ResetNeeded(
-                f"{type(self).__name__}.step was called "
-                + ("before reset()" if not self._transcript else "after the episode ended")
-                + "; call reset() to start an episode"
-            )
-        self.turn += 1
-        observation, reward, terminated, truncated, info = self._step(action)
-        if not terminated and self.turn >= self.max_turns:
-            truncated = True
-        self._done = bool(terminated or truncated)
-        info["turn"] = self.turn
-        self._transcript += [("action", action), ("observation", observation)]
-        if self.render_mode == "human":
-            self.render()
-        return observation, reward, bool(terminated), bool(truncated), info
+        raise ResetNeeded(
+            f"{type(self).__name__}.step was called "
+            + ("after the episode ended" if self._started else "before reset()")
+            + "; call reset() to start an episode"
+        )
 
     def render(self) -> str | None:
-        """The transcript so far (``"ansi"``), or print it (``"human"``)."""
+        """The transcript so far (``"ansi"``), or print it (``"human"``).
+
+        The transcript is kept only by an env made with a ``render_mode`` (the hot path of a
+        training loop skips it).
+        """
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode='ansi' to the env")
             return None
-        text = "\n".join(f"[{role}] {content}" for role, content in self._transcript)
+        roles = ("observation", "action")
+        text = "\n".join(f"[{roles[i % 2]}] {content}" for i, content in enumerate(self._transcript))
         if self.render_mode == "human":
             print(text)
             return None

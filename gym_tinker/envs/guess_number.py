@@ -31,6 +31,7 @@ Info
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from typing import Any, ClassVar
@@ -54,6 +55,16 @@ _FINAL = re.compile(r"<answer>(.*?)</answer>|\\boxed\{([^{}]*)\}", re.IGNORECASE
 # Longer digit strings are far outside any range; capping avoids `int()` on megabytes of digits.
 _MAX_DIGITS = 18
 _HUGE = 10**_MAX_DIGITS
+# The replies seen most, "\\boxed{42}", "<answer>42</answer>" and "42" (ASCII digits, no sign, at most
+# `_MAX_DIGITS`), whose guess is the digits themselves: one C-level match instead of the general path
+# (4x faster on the env's hot path). tests/gym_tinker/test_guess_number_fast_paths.py checks they agree.
+_PLAIN_GUESS = re.compile(r"\\boxed\{([0-9]{1,18})\}|<answer>([0-9]{1,18})</answer>|([0-9]{1,18})")
+
+_SYSTEM_PROMPT = (
+    "You are playing a number guessing game. Each turn, reply with one whole number, your "
+    "guess, inside <answer></answer> tags, for example <answer>50</answer>. A bare number "
+    "works too. Use the higher/lower feedback to find the number in as few guesses as possible."
+)
 
 
 def parse_guess(text: str) -> int | None:
@@ -73,12 +84,23 @@ def parse_guess(text: str) -> int | None:
         >>> parse_guess("no idea") is None, parse_guess("2.5") is None, parse_guess("²") is None
         (True, True, True)
     """
+    plain = _PLAIN_GUESS.fullmatch(text)
+    if plain is not None:
+        return int(plain[plain.lastindex])  # type: ignore[index]  # a match sets exactly one group
+    return _parse_guess_general(text)
+
+
+def _parse_guess_general(text: str) -> int | None:
+    """:func:`parse_guess` without its fast path (the reference the fast path is tested against)."""
     if "nswer" in text or "NSWER" in text or "boxed" in text:
         final = None
         for final in _FINAL.finditer(text):  # noqa: B007 (the last match is wanted)
             pass
         if final is not None:
             text = final.group(1) if final.group(1) is not None else final.group(2)
+            # The usual content once narrowed: ASCII digits only, whose guess is the digits themselves.
+            if text.isdigit() and text.isascii() and len(text) <= _MAX_DIGITS:
+                return int(text)
     match = _LAST_NUMBER.match(text)
     if match is None:
         return None
@@ -93,10 +115,52 @@ def parse_guess(text: str) -> int | None:
     return -int(digits) if negative else int(digits)
 
 
+# Draws from one generator before `_bounded_draw` takes over: the first use of a generator's ctypes
+# interface builds it (about 3.5 us, three draws' worth), which a reset with a new seed every episode
+# (our rollouts) would pay each time.
+_DRAWS_BEFORE_FAST_PATH = 8
+
+
+def _bounded_draw(generator: Any, n: int) -> int:
+    """``int(generator.integers(n))``: the same number, and the same generator state after, 2.5x faster.
+
+    For ``1 < n < 2**32`` NumPy draws a bounded int64 with Lemire's method on the bit generator's
+    ``next_uint32`` (``buffered_bounded_lemire_uint32`` in NumPy's ``distributions.c``). Calling that
+    through the bit generator's ctypes interface skips ``Generator.integers``' argument handling,
+    about 0.7 us, the largest single cost of a reset. Unlike ``integers`` it does not take the bit
+    generator's lock (an env is not shared between threads). Tests compare it with ``integers`` for
+    every NumPy bit generator; other arguments (or objects) go through ``integers`` itself.
+    """
+    try:
+        interface = generator.bit_generator.ctypes
+    except AttributeError:  # not a numpy Generator
+        return int(generator.integers(n))
+    if not 1 < n < 0x100000000:  # n == 1 draws nothing; larger ranges use other algorithms
+        return int(generator.integers(n))
+    next_uint32, state = interface.next_uint32, interface.state_address
+    scaled = next_uint32(state) * n
+    if scaled & 0xFFFFFFFF < n:
+        threshold = (0x100000000 - n) % n  # rejection removes the bias, as NumPy does
+        while scaled & 0xFFFFFFFF < threshold:
+            scaled = next_uint32(state) * n
+    return scaled >> 32
+
+
+@functools.lru_cache(maxsize=16384)  # every secret of every difficulty (11,100) fits
 def _task_id(low: int, high: int, secret: int) -> str:
     # A digest rather than the numbers themselves: the task id must not reveal the secret.
     digest = hashlib.sha1(f"{low}:{high}:{secret}".encode()).hexdigest()[:12]
     return f"GuessNumber-{low}-{high}-{digest}"
+
+
+@functools.lru_cache(maxsize=4096)
+def _intro(low: int, high: int, max_turns: int) -> str:
+    """The first observation (the same for every secret of a range and turn budget)."""
+    return (
+        f"I'm thinking of a whole number between {low} and {high} (inclusive).\n"
+        f"You have {max_turns} guesses. After each guess I'll tell you whether the number is "
+        f"higher or lower.\nReply with your guess, e.g. <answer>{(low + high) // 2}</answer>."
+    )
 
 
 class GuessNumberEnv(TextEnv):
@@ -150,7 +214,8 @@ class GuessNumberEnv(TextEnv):
             for index, row in enumerate(self.dataset.rows):
                 self._check_row(index, row)
         self.secret = self.low
-        self._range_text = ""
+        self._drawing_from: Any = None  # the generator `_draw_below` last drew from, and how often
+        self._draws = 0
 
     def _check_row(self, index: int, row: dict[str, Any]) -> None:
         default_low, default_high = DIFFICULTY_RANGES[self.difficulty]
@@ -168,68 +233,70 @@ class GuessNumberEnv(TextEnv):
     def _reset(self, options: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
         low, high = DIFFICULTY_RANGES[self.difficulty]
         if self.dataset is None:
-            secret = int(self.np_random.integers(low, high + 1))
+            secret = low + self._draw_below(high - low + 1)  # np_random.integers(low, high + 1)
             task_id = _task_id(low, high, secret)
         else:
-            index, row = self.dataset.pick(self.np_random, options)
+            if not options or options.get("task_index") is None:
+                # `TaskDataset.pick`'s draw (the same index), without its copy of the row.
+                index = self._draw_below(len(self.dataset.rows))
+                row = self.dataset.rows[index]
+            else:
+                index, row = self.dataset.pick(self.np_random, options)
             low, high, secret = row.get("low", low), row.get("high", high), row["secret"]
             task_id = f"GuessNumber-row{index}"
         self.low, self.high, self.secret = low, high, secret
-        self._range_text = f"a whole number between {low} and {high}"
-        observation = (
-            f"I'm thinking of a whole number between {low} and {high} (inclusive).\n"
-            f"You have {self.max_turns} guesses. After each guess I'll tell you whether the number is "
-            f"higher or lower.\nReply with your guess, e.g. <answer>{(low + high) // 2}</answer>."
-        )
         info = {
-            "system_prompt": (
-                "You are playing a number guessing game. Each turn, reply with one whole number, your "
-                "guess, inside <answer></answer> tags, for example <answer>50</answer>. A bare number "
-                "works too. Use the higher/lower feedback to find the number in as few guesses as possible."
-            ),
+            "system_prompt": _SYSTEM_PROMPT,
             "tools": [],
             "task_id": task_id,
             "difficulty": self.difficulty,
         }
-        return observation, info
+        return _intro(low, high, self.max_turns), info
+
+    def _draw_below(self, n: int) -> int:
+        """``int(self.np_random.integers(n))``; through :func:`_bounded_draw` once a seed has served a few."""
+        generator = self.np_random
+        if generator is self._drawing_from:
+            self._draws += 1
+            if self._draws > _DRAWS_BEFORE_FAST_PATH:
+                return _bounded_draw(generator, n)
+        else:
+            self._drawing_from, self._draws = generator, 1
+        return int(generator.integers(n))
 
     def _step(self, action: str) -> StepResult:
         guess = parse_guess(action)
-        if guess is not None and guess == self.secret:
-            reward = 1.0 - (self.turn - 1) / self.max_turns
-            plural = "guess" if self.turn == 1 else "guesses"
-            return (
-                f"{guess} is correct! You found it in {self.turn} {plural}.",
-                reward,
-                True,
-                False,
-                {"feedback": "correct"},
-            )
+        turn, secret = self.turn, self.secret
+        if guess is not None and guess == secret:
+            plural = "guess" if turn == 1 else "guesses"
+            text = f"{guess} is correct! You found it in {turn} {plural}."
+            return text, 1.0 - (turn - 1) / self.max_turns, True, False, {"feedback": "correct"}
+        left = self.max_turns - turn
+        if left > 1:
+            tail = f" {left} guesses left."
+        elif left == 1:
+            tail = " 1 guess left."
+        else:
+            tail = f" Out of guesses. The number was {secret}."
+        low, high = self.low, self.high
         if guess is None:
             text = (
-                f"I couldn't find a whole number in your reply. Guess {self._range_text}, "
-                f"e.g. <answer>{(self.low + self.high) // 2}</answer>."
+                f"I couldn't find a whole number in your reply. Guess a whole number between {low} and "
+                f"{high}, e.g. <answer>{(low + high) // 2}</answer>.{tail}"
             )
-            info = {"feedback": "invalid"}
-        elif guess < self.low or guess > self.high:
-            text = f"{guess} is out of range: the number is {self._range_text}."
-            info = {"feedback": "out_of_range"}
-        elif guess < self.secret:
-            text = f"{guess} is too low. The number is higher."
-            info = {"feedback": "higher"}
-        else:
-            text = f"{guess} is too high. The number is lower."
-            info = {"feedback": "lower"}
-        left = self.max_turns - self.turn
-        if left > 0:
+            return text, 0.0, False, False, {"feedback": "invalid"}
+        if guess < low or guess > high:
+            text = f"{guess} is out of range: the number is a whole number between {low} and {high}.{tail}"
+            return text, 0.0, False, False, {"feedback": "out_of_range"}
+        if guess < secret:
             return (
-                f"{text} {left} guesses left." if left > 1 else f"{text} 1 guess left.",
+                f"{guess} is too low. The number is higher.{tail}",
                 0.0,
                 False,
                 False,
-                info,
+                {"feedback": "higher"},
             )
-        return f"{text} Out of guesses. The number was {self.secret}.", 0.0, False, False, info
+        return f"{guess} is too high. The number is lower.{tail}", 0.0, False, False, {"feedback": "lower"}
 
 
 def oracle(env: Any) -> str:

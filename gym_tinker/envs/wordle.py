@@ -19,8 +19,8 @@ Action
     in the word list; the last five-letter word. Case does not matter.
 
     A guess that is not five letters, not in the word list (unless ``check_words=False``) or
-    not found at all gets feedback saying so and **costs a turn**, as every step does under
-    ``gym.make``'s ``TimeLimit``; the board is unchanged.
+    not found at all gets feedback saying so and **costs a turn** (every step counts against
+    ``max_turns``); the board is unchanged.
 
 Observation
     The newest guess with its marks, the board of all valid guesses so far and the guesses left,

@@ -1,0 +1,177 @@
+"""Vector env scaling: env steps per second of ``gym.make_vec`` sync and async at 1-16 envs, ours vs GEM.
+
+Run ``python bench/vector_scaling.py`` (``--quick`` for a short run). Prints a table and writes
+``bench/results/vector_scaling.json``.
+
+The task is GEM's ``game:GuessTheNumber-v0-easy`` (secret 1-10, 4 turns) and ours set to the
+same task (``tinker/GuessNumber-v0`` with the secrets 1-10 as a dataset and ``max_turns=4``),
+fed the same pre-drawn random ``\\boxed{k}`` guesses. Ours: ``gym.make_vec(id, num_envs=N,
+vectorization_mode="sync" | "async")`` with default arguments (async: one worker process per
+env, pipes, our shared-memory text buffers). GEM: ``gem.make_vec([id] * N, async_mode=False |
+True)`` (its async mode is a thread pool in this process). A step is one env step of a live
+sub-env: the autoreset steps of Gymnasium's next-step autoreset are not counted (GEM resets in
+the same step). For each (mode, N) the two libraries take turns, ``--repeats`` times, and the
+best run of each is kept. Vector construction and the first reset are not timed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import logging
+import os
+import platform
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import gym_tinker  # noqa: F401 (registers the tinker/ envs)
+
+RESULTS = Path(__file__).parent / "results" / "vector_scaling.json"
+OURS_ID = "tinker/GuessNumber-v0"
+GEM_ID = "game:GuessTheNumber-v0-easy"
+OURS_KWARGS: dict[str, Any] = {
+    "dataset": [{"secret": k, "low": 1, "high": 10} for k in range(1, 11)],
+    "max_turns": 4,
+}
+
+
+def make_ours(mode: str, num_envs: int) -> Any:
+    return gym.make_vec(OURS_ID, num_envs=num_envs, vectorization_mode=mode, **OURS_KWARGS)
+
+
+def make_gem(mode: str, num_envs: int) -> Any:
+    import gem
+
+    with contextlib.redirect_stdout(io.StringIO()):  # it prints "SyncVectorEnv with N environments."
+        return gem.make_vec([GEM_ID] * num_envs, async_mode=mode == "async")
+
+
+def close(vector: Any) -> None:
+    """Close a vector env; GEM's have no ``close`` (its async pool is shut down instead)."""
+    if hasattr(vector, "close"):
+        vector.close()
+    elif hasattr(vector, "thread_pool_executer"):
+        vector.thread_pool_executer.shutdown()
+
+
+def run(
+    vector: Any, num_envs: int, guesses: list[str], budget: float, next_step_autoreset: bool
+) -> dict[str, float]:
+    """Steps ``vector`` for about ``budget`` seconds; live env steps per second."""
+    vector.reset(seed=0)
+    autoresetting = np.zeros(num_envs, dtype=bool)
+    steps = calls = 0
+    n = len(guesses)
+    start = time.perf_counter()
+    deadline = start + budget
+    while True:
+        base = calls * num_envs
+        actions = [guesses[(base + k) % n] for k in range(num_envs)]
+        _, _, terminated, truncated, _ = vector.step(actions)
+        calls += 1
+        if next_step_autoreset:
+            steps += num_envs - int(autoresetting.sum())
+            autoresetting = np.logical_or(terminated, truncated)
+        else:
+            steps += num_envs
+        if calls % 8 == 0 and time.perf_counter() >= deadline:
+            break
+    seconds = time.perf_counter() - start
+    return {"steps": steps, "vector_steps": calls, "seconds": seconds, "steps_per_s": steps / seconds}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="0.2 s per measurement, 1 round, up to 8 envs")
+    parser.add_argument("--seconds", type=float, default=None, help="seconds per measurement (default 1)")
+    parser.add_argument("--repeats", type=int, default=None, help="rounds; best kept (default 2)")
+    parser.add_argument("--num-envs", type=int, nargs="+", default=None, help="default 1 2 4 8 16")
+    parser.add_argument("--modes", nargs="+", choices=["sync", "async"], default=["sync", "async"])
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    budget = args.seconds or (0.2 if args.quick else 1.0)
+    repeats = args.repeats or (1 if args.quick else 2)
+    sizes = args.num_envs or ([1, 4, 8] if args.quick else [1, 2, 4, 8, 16])
+    notes: list[str] = []
+    libraries = {"ours": make_ours}
+    try:
+        import gem  # noqa: F401
+
+        logging.getLogger().setLevel(logging.WARNING)  # gem's import sets the root logger to INFO
+        libraries["GEM"] = make_gem
+    except ImportError as error:
+        notes.append(f"GEM not measured: import gem failed ({error}); see the `bench` extra")
+    rng = random.Random(0)
+    guesses = [f"\\boxed{{{rng.randint(1, 10)}}}" for _ in range(4096)]
+    load_before = os.getloadavg()[0]
+
+    rows: list[dict[str, Any]] = []
+    for mode in args.modes:
+        for num_envs in sizes:
+            vectors = {name: make(mode, num_envs) for name, make in libraries.items()}
+            try:
+                best: dict[str, dict[str, float]] = {}
+                for name, vector in vectors.items():  # warm-up
+                    run(vector, num_envs, guesses, 0.02, name == "ours")
+                for _ in range(repeats):
+                    for name, vector in vectors.items():
+                        result = run(vector, num_envs, guesses, budget, name == "ours")
+                        if name not in best or result["steps_per_s"] > best[name]["steps_per_s"]:
+                            best[name] = result
+            finally:
+                for vector in vectors.values():
+                    close(vector)
+            for name, result in best.items():
+                rows.append({"library": name, "mode": mode, "num_envs": num_envs, **result})
+
+    def rate(library: str, mode: str, num_envs: int) -> float | None:
+        found = [r for r in rows if (r["library"], r["mode"], r["num_envs"]) == (library, mode, num_envs)]
+        return found[0]["steps_per_s"] if found else None
+
+    print(
+        f"{'mode':<6} {'envs':>4} "
+        + " ".join(f"{name + ' steps/s':>16}" for name in libraries)
+        + "  ours/GEM"
+    )
+    for mode in args.modes:
+        for num_envs in sizes:
+            rates = [rate(name, mode, num_envs) for name in libraries]
+            ratio = f"{rates[0] / rates[1]:.2f}x" if len(rates) > 1 and rates[0] and rates[1] else "-"
+            print(
+                f"{mode:<6} {num_envs:>4} " + " ".join(f"{r or 0:>16,.0f}" for r in rates) + f"  {ratio:>8}"
+            )
+    load_after = os.getloadavg()[0]
+    print(f"load average (1 min) before/after: {load_before:.2f}/{load_after:.2f} on {os.cpu_count()} CPUs")
+    for note in notes:
+        print(f"note: {note}")
+    report = {
+        "benchmark": "vector_scaling",
+        "command": "python bench/vector_scaling.py" + (" --quick" if args.quick else ""),
+        "task": {"ours": [OURS_ID, {"dataset": "secrets 1-10", "max_turns": 4}], "gem": GEM_ID},
+        "seconds_per_measurement": budget,
+        "repeats": repeats,
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "load_average_1m": [round(load_before, 2), round(load_after, 2)],
+        },
+        "rows": rows,
+        "notes": notes,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"wrote {args.out}")
+    return report
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
