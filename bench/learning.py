@@ -54,7 +54,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "kind": "grpo",
         **TOOLUSE_EASY,
         "params": {
-            "steps": 12, "prompts_per_step": 2, "group_size": 4, "max_tokens": 96, "max_turns": 4,
+            "steps": 12, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
             "temperature": 0.8, "learning_rate": 3e-4, "eval_every": 0,
         },
     },

@@ -20,7 +20,7 @@ from types import UnionType
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from executors.errors import SpecError
 from executors.spec import format_validation_error
@@ -131,15 +131,40 @@ class GRPOParams(TrainParams):
         "group", description="Divide advantages by the group's (or batch's) reward std, or not."
     )
     token_budget: int | None = Field(None, ge=1, description="Most tokens per episode (prompt included).")
+    loss_batch_groups: int | None = Field(
+        None,
+        ge=1,
+        description=(
+            "Groups per forward/backward pass (gradient accumulation over the step); None: the whole step at "
+            "once. Lower it when long episodes run out of memory; it must divide prompts_per_step."
+        ),
+    )
     rollout: Literal["engine", "trl_env"] = Field(
         "engine",
         description="engine: our batched, token-exact rollouts via rollout_func; trl_env: TRL's own tool loop.",
     )
 
+    @model_validator(mode="after")
+    def _check_loss_batch(self) -> GRPOParams:
+        if self.loss_batch_groups is not None and self.prompts_per_step % self.loss_batch_groups:
+            raise ValueError(
+                f"loss_batch_groups ({self.loss_batch_groups}) must divide prompts_per_step ({self.prompts_per_step})"
+            )
+        return self
+
     @property
     def batch_size(self) -> int:
         """Completions per step: ``prompts_per_step * group_size``."""
         return self.prompts_per_step * self.group_size
+
+    @property
+    def accumulation_steps(self) -> int:
+        """Forward/backward passes per step (1 unless ``loss_batch_groups`` splits the step).
+
+        >>> GRPOParams(prompts_per_step=4, group_size=2, loss_batch_groups=1).accumulation_steps
+        4
+        """
+        return 1 if self.loss_batch_groups is None else self.prompts_per_step // self.loss_batch_groups
 
 
 class PPOParams(TrainParams):

@@ -98,8 +98,9 @@ def grpo_config(
         _filter_third_party_warnings()  # GRPOConfig passes the deprecated `gradient_checkpointing` on
         return GRPOConfig(
             **trainer_arguments(params, output_dir),
-            per_device_train_batch_size=params.batch_size,
-            gradient_accumulation_steps=1,
+            # One rollout per step (TRL's generation batch); the loss may run over it in slices.
+            per_device_train_batch_size=params.batch_size // params.accumulation_steps,
+            gradient_accumulation_steps=params.accumulation_steps,
             num_generations=params.group_size,
             max_steps=params.steps,
             max_completion_length=params.token_budget or params.max_tokens * turns * 2,
