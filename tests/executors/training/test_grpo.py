@@ -10,10 +10,12 @@ from typing import Any
 import gymnasium as gym
 import pytest
 
+from tests.executors.training.helpers import PreemptAtStep2
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from executors.context import JobContext, deliver_signal  # noqa: E402
+from executors.context import JobContext  # noqa: E402
 from executors.errors import JobPreempted  # noqa: E402
 from executors.spec import JobSpec  # noqa: E402
 from executors.training.common import load_policy, seed_everything  # noqa: E402
@@ -228,17 +230,6 @@ def test_preempted_job_resumes_to_the_uninterrupted_result(tmp_path: Path) -> No
     straight = JobContext(spec, 1, 1, tmp_path / "straight" / "ckpt")
     result = grpo_body(straight)
     assert result["steps"] == 4 and result["heldout_accuracy_before"] is not None
-
-    class PreemptAtStep2(JobContext):
-        """The scheduler's preempt arrives during step 2 (JobCallback polls once per step end)."""
-
-        polls = 0
-
-        def should_stop(self) -> bool:
-            self.polls += 1
-            if self.polls == 2:
-                deliver_signal(self.key, "preempt")
-            return super().should_stop()
 
     first = PreemptAtStep2(spec, 2, 1, tmp_path / "resumed" / "ckpt")
     with pytest.raises(JobPreempted):

@@ -22,6 +22,7 @@ from executors.cli import app
 from executors.context import JobContext
 from executors.spec import JobSpec
 from executors.training.grpo import grpo_body
+from tests.executors.training.helpers import PreemptAtStep2
 from tests.executors.training.toy_env import ENV_ID
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -204,7 +205,6 @@ def test_saved_adapter_loads_in_peft_and_the_sampler_and_merges_to_the_same_mode
 
 
 def test_grpo_step_split_into_loss_batches_still_rolls_out_once_per_step_and_resumes_exactly(tmp_path):
-    from executors.context import deliver_signal
     from executors.errors import JobPreempted
 
     split = {"steps": 3, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "eval_episodes": 0}
@@ -214,19 +214,10 @@ def test_grpo_step_split_into_loss_batches_still_rolls_out_once_per_step_and_res
     # One rollout of every group per step; the loss ran in two slices of one group.
     assert [r["step"] for r in rows] == [1, 2, 3] and {r["rollout/episodes"] for r in rows} == {8.0}
 
-    class PreemptAfterStep2(JobContext):
-        polls = 0
-
-        def should_stop(self) -> bool:
-            self.polls += 1
-            if self.polls == 2:
-                deliver_signal(self.key, "preempt")
-            return super().should_stop()
-
     resumed = tmp_path / "resumed"
     spec = JobSpec(**job("grpo", resumed, **split))
     with pytest.raises(JobPreempted):
-        grpo_body(PreemptAfterStep2(spec, 7, 1, tmp_path / "ck-resumed"))
+        grpo_body(PreemptAtStep2(spec, 7, 1, tmp_path / "ck-resumed"))
     grpo_body(JobContext(spec, 7, 2, tmp_path / "ck-resumed"))
     assert metrics(resumed) == metrics(straight)
     assert_same_weights(adapter(resumed), adapter(straight))

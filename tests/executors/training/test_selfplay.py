@@ -10,10 +10,12 @@ from typing import Any
 
 import pytest
 
+from tests.executors.training.helpers import PreemptAtStep2
+
 torch = pytest.importorskip("torch")
 pytest.importorskip("trl")
 
-from executors.context import JobContext, deliver_signal  # noqa: E402
+from executors.context import JobContext  # noqa: E402
 from executors.errors import JobPreempted, SpecError  # noqa: E402
 from executors.spec import JobSpec  # noqa: E402
 from executors.training.common import load_policy, seed_everything  # noqa: E402
@@ -225,15 +227,6 @@ def test_preempted_job_resumes_to_the_uninterrupted_result(tmp_path: Path) -> No
     params_dict = {**params.model_dump(), "opponents": {"latest": 1.0, "snapshots": 1.0, "bots": 1.0}}
     spec = JobSpec(kind="selfplay", model="tiny-random", adapter=LORA, env=GAME, params=params_dict)
     straight = selfplay_body(JobContext(spec, 1, 1, tmp_path / "straight" / "ckpt"))
-
-    class PreemptAtStep2(JobContext):
-        polls = 0
-
-        def should_stop(self) -> bool:
-            self.polls += 1
-            if self.polls == 2:
-                deliver_signal(self.key, "preempt")
-            return super().should_stop()
 
     with pytest.raises(JobPreempted):
         selfplay_body(PreemptAtStep2(spec, 2, 1, tmp_path / "resumed" / "ckpt"))
