@@ -52,7 +52,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "grpo-tooluse": {
         "kind": "grpo",
-        **TOOLUSE_EASY,
+        "env": TOOLUSE_EASY["env"],
+        # From a 0% greedy baseline there is nothing for group advantages to reinforce: the env's
+        # bounded shaping (0.05 per new successful tool call, at most 0.1 an episode) gives a signal.
+        "env_kwargs": {**TOOLUSE_EASY["env_kwargs"], "tool_call_bonus": 0.05},
         "params": {
             "steps": 12, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
             "temperature": 0.8, "learning_rate": 3e-4, "eval_every": 0,

@@ -5,12 +5,18 @@ Run ``python bench/vector_scaling.py`` (``--quick`` for a short run). Prints a t
 
 The task is GEM's ``game:GuessTheNumber-v0-easy`` (secret 1-10, 4 turns) and ours set to the
 same task (``tinker/GuessNumber-v0`` with the secrets 1-10 as a dataset and ``max_turns=4``),
-fed the same pre-drawn random ``\\boxed{k}`` guesses. Ours: ``gym.make_vec(id, num_envs=N,
-vectorization_mode="sync" | "async")`` with default arguments (async: one worker process per
-env, pipes, our shared-memory text buffers). GEM: ``gem.make_vec([id] * N, async_mode=False |
-True)`` (its async mode is a thread pool in this process). A step is one env step of a live
-sub-env: the autoreset steps of Gymnasium's next-step autoreset are not counted (GEM resets in
-the same step). For each (mode, N) the two libraries take turns, ``--repeats`` times, and the
+fed the same pre-drawn random ``\\boxed{k}`` guesses. Ours: what ``gym.make_vec(id,
+num_envs=N, autoreset_mode=...)`` builds through the env's registered vector entry point, in
+process (:class:`gym_tinker.vector.TextVectorEnv`, "sync") or with ``workers=min(CPUs, 4)``
+(:class:`gym_tinker.vector.ProcessTextVectorEnv`, "async": the envs split over that many
+processes, one pipe round trip per worker and step). "ours" uses same-step autoreset, as GEM
+does by default (an ended env is reset within the step); "ours, NextStep" uses Gymnasium's
+default next-step autoreset, whose reset-only sub-env steps are not counted. Also shown, our
+env in Gymnasium's own vector envs (next-step), ``vectorization_mode="sync"``
+(``SyncVectorEnv``) and ``"async"`` (``AsyncVectorEnv``: one process per env, our
+shared-memory text buffers). GEM: ``gem.make_vec([id] * N, async_mode=False | True)`` (same-step
+autoreset; its async mode is a thread pool in this process; its infos are a list of dicts, ours
+Gymnasium's dict of arrays with masks). For each (mode, N) the two libraries take turns, ``--repeats`` times, and the
 best run of each is kept. Vector construction and the first reset are not timed.
 """
 
@@ -41,9 +47,28 @@ OURS_KWARGS: dict[str, Any] = {
     "dataset": [{"secret": k, "low": 1, "high": 10} for k in range(1, 11)],
     "max_turns": 4,
 }
+WORKERS = min(os.cpu_count() or 1, 4)
+OURS = "ours"
+OURS_NEXT_STEP = "ours, NextStep"
+GYMNASIUM = "ours in Gymnasium's"
+NEXT_STEP = (OURS_NEXT_STEP, GYMNASIUM)
+"""The contenders with next-step autoreset, whose reset-only sub-env steps are not counted."""
 
 
-def make_ours(mode: str, num_envs: int) -> Any:
+def make_ours(mode: str, num_envs: int, autoreset_mode: str = "SameStep") -> Any:
+    """``make_vec``'s default (the vector entry point): sync, our ``TextVectorEnv``; async,
+    ``workers=WORKERS``: our ``ProcessTextVectorEnv``. Same-step autoreset by default, as GEM's."""
+    workers = {"workers": WORKERS} if mode == "async" else {}
+    return gym.make_vec(OURS_ID, num_envs=num_envs, autoreset_mode=autoreset_mode, **workers, **OURS_KWARGS)
+
+
+def make_ours_next_step(mode: str, num_envs: int) -> Any:
+    """As :func:`make_ours`, with Gymnasium's default next-step autoreset."""
+    return make_ours(mode, num_envs, "NextStep")
+
+
+def make_ours_gymnasium(mode: str, num_envs: int) -> Any:
+    """Our env in Gymnasium's own ``SyncVectorEnv`` / ``AsyncVectorEnv`` (``vectorization_mode=mode``)."""
     return gym.make_vec(OURS_ID, num_envs=num_envs, vectorization_mode=mode, **OURS_KWARGS)
 
 
@@ -67,8 +92,8 @@ def run(
 ) -> dict[str, float]:
     """Steps ``vector`` for about ``budget`` seconds; live env steps per second."""
     vector.reset(seed=0)
-    autoresetting = np.zeros(num_envs, dtype=bool)
-    steps = calls = 0
+    flags = []  # each step's (terminated, truncated), counted after the clock stops
+    calls = 0
     n = len(guesses)
     start = time.perf_counter()
     deadline = start + budget
@@ -76,15 +101,14 @@ def run(
         base = calls * num_envs
         actions = [guesses[(base + k) % n] for k in range(num_envs)]
         _, _, terminated, truncated, _ = vector.step(actions)
+        flags.append((terminated, truncated))
         calls += 1
-        if next_step_autoreset:
-            steps += num_envs - int(autoresetting.sum())
-            autoresetting = np.logical_or(terminated, truncated)
-        else:
-            steps += num_envs
         if calls % 8 == 0 and time.perf_counter() >= deadline:
             break
     seconds = time.perf_counter() - start
+    steps = calls * num_envs
+    if next_step_autoreset:  # a step after an episode's end is that env's reset, not an env step
+        steps -= sum(int(np.logical_or(*done).sum()) for done in flags[:-1])
     return {"steps": steps, "vector_steps": calls, "seconds": seconds, "steps_per_s": steps / seconds}
 
 
@@ -101,7 +125,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     repeats = args.repeats or (1 if args.quick else 2)
     sizes = args.num_envs or ([1, 4, 8] if args.quick else [1, 2, 4, 8, 16])
     notes: list[str] = []
-    libraries = {"ours": make_ours}
+    libraries = {OURS: make_ours, OURS_NEXT_STEP: make_ours_next_step, GYMNASIUM: make_ours_gymnasium}
     try:
         import gem  # noqa: F401
 
@@ -120,10 +144,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             try:
                 best: dict[str, dict[str, float]] = {}
                 for name, vector in vectors.items():  # warm-up
-                    run(vector, num_envs, guesses, 0.02, name == "ours")
+                    run(vector, num_envs, guesses, 0.02, name in NEXT_STEP)
                 for _ in range(repeats):
                     for name, vector in vectors.items():
-                        result = run(vector, num_envs, guesses, budget, name == "ours")
+                        result = run(vector, num_envs, guesses, budget, name in NEXT_STEP)
                         if name not in best or result["steps_per_s"] > best[name]["steps_per_s"]:
                             best[name] = result
             finally:
@@ -136,18 +160,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         found = [r for r in rows if (r["library"], r["mode"], r["num_envs"]) == (library, mode, num_envs)]
         return found[0]["steps_per_s"] if found else None
 
+    names = list(libraries)
     print(
-        f"{'mode':<6} {'envs':>4} "
-        + " ".join(f"{name + ' steps/s':>16}" for name in libraries)
-        + "  ours/GEM"
+        f"{'mode':<6} {'envs':>4} " + " ".join(f"{name:>20}" for name in names) + "  ours/GEM  NextStep/GEM"
     )
     for mode in args.modes:
         for num_envs in sizes:
-            rates = [rate(name, mode, num_envs) for name in libraries]
-            ratio = f"{rates[0] / rates[1]:.2f}x" if len(rates) > 1 and rates[0] and rates[1] else "-"
-            print(
-                f"{mode:<6} {num_envs:>4} " + " ".join(f"{r or 0:>16,.0f}" for r in rates) + f"  {ratio:>8}"
-            )
+            rates = {name: rate(name, mode, num_envs) for name in names}
+            gem_rate = rates.get("GEM")
+            ratios = [
+                f"{rates[name] / gem_rate:.2f}x" if rates[name] and gem_rate else "-"
+                for name in (OURS, OURS_NEXT_STEP)
+            ]
+            cells = " ".join(f"{r:>20,.0f}" if r else f"{'-':>20}" for r in rates.values())
+            print(f"{mode:<6} {num_envs:>4} {cells}  {ratios[0]:>8}  {ratios[1]:>12}")
     load_after = os.getloadavg()[0]
     print(f"load average (1 min) before/after: {load_before:.2f}/{load_after:.2f} on {os.cpu_count()} CPUs")
     for note in notes:

@@ -1,8 +1,11 @@
-"""Vector envs: ``gym.make_vec`` (sync and async) with a scripted policy, then the rollout engine over one.
+"""Vector envs: ``gym.make_vec`` (in process and with worker processes) with a scripted policy, then the rollout engine over one.
 
 Part 1 steps a Gymnasium vector env of ``tinker/GuessNumber-v0`` by hand: observations come as a
 tuple of strings, actions go in as a list of strings, and a binary search per slot reads
-``info["feedback"]``. Part 2 hands a vector env to :func:`gym_tinker.rollout.rollout`, which runs
+``info["feedback"]``. It runs three ways: ``gym.make_vec(id, num_envs=N)`` (the env's vector
+entry point: our ``TextVectorEnv``, Gymnasium's sync API, in this process),
+``gym.make_vec(id, num_envs=N, workers=2)`` (our ``ProcessTextVectorEnv``: the envs split over 2
+worker processes), and Gymnasium's own ``vectorization_mode="async"`` (one process per env). Part 2 hands a vector env to :func:`gym_tinker.rollout.rollout`, which runs
 one episode per seed, asks the policy once per turn for every active conversation, and returns
 trajectories. The policy here is a plain function of the chat conversations; a model sampler
 (``executors.sampling.HFSampler``) plugs into the same place.
@@ -27,9 +30,16 @@ from gym_tinker.rollout import rollout
 ENV_ID = "tinker/GuessNumber-v0"
 
 
+MODES: dict[str, dict[str, Any]] = {
+    "default": {},  # the vector entry point, in this process
+    "workers": {"workers": 2},  # the envs split over 2 worker processes
+    "async": {"vectorization_mode": "async"},  # Gymnasium's AsyncVectorEnv, a process per env
+}
+
+
 def vector_loop(num_envs: int, mode: str, seed: int = 0) -> list[float]:
     """Step a ``gym.make_vec`` env until every slot has finished one episode; return each slot's return."""
-    envs = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode=mode)
+    envs = gym.make_vec(ENV_ID, num_envs=num_envs, **MODES[mode])
     envs.reset(seed=seed)
     low, high = [1] * num_envs, [100] * num_envs  # easy: the secret is in 1..100
     returns: list[float | None] = [None] * num_envs
@@ -80,12 +90,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     num_envs, episodes = (2, 4) if args.quick else (args.num_envs, args.episodes)
 
     out: dict[str, Any] = {}
-    for mode in ("sync", "async"):  # async runs each env in its own process
+    for mode in MODES:
         returns = vector_loop(num_envs, mode)
         out[mode] = returns
-        print(f"make_vec {mode:<5}: {num_envs} envs, first-episode returns {[round(r, 2) for r in returns]}")
+        print(f"make_vec {mode:<7}: {num_envs} envs, first-episode returns {[round(r, 2) for r in returns]}")
 
-    envs = gym.make_vec(ENV_ID, num_envs=num_envs, vectorization_mode="sync")
+    envs = gym.make_vec(ENV_ID, num_envs=num_envs)
     result = rollout(envs, bisect_from_conversation, seeds=range(episodes))
     envs.close()
     solved = sum((t.total_reward or 0.0) > 0 for t in result)

@@ -4,11 +4,16 @@ Each env enforces its own turn limit, ``max_turns`` (a constructor argument whos
 env's ``default_max_turns``): ``gym.make("tinker/ToolUse-v0", max_turns=4)`` changes it. Registering it as
 ``max_episode_steps`` instead would let Gymnasium's ``TimeLimit`` mark a final answer given on the
 last allowed turn as truncated as well as terminated (every episode of a single-turn env).
+
+``gym.make_vec(id, num_envs=N)`` builds the env's ``vector_entry_point``, a
+:class:`gym_tinker.vector.TextVectorEnv` (Gymnasium's sync vector API, faster);
+``vectorization_mode="sync"`` or ``"async"`` gives Gymnasium's own vector envs.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 
 import gymnasium as gym
@@ -33,6 +38,11 @@ class EnvEntry:
     def id(self) -> str:
         return f"{NAMESPACE}/{self.name}-v0"
 
+    @property
+    def vector_entry_point(self) -> str:
+        """What ``gym.make_vec(id)`` calls: :func:`gym_tinker.vector.make_text_vec` for this id."""
+        return f"gym_tinker.vector:make_{re.sub(r'(?<!^)(?=[A-Z])', '_', self.name).lower()}_vec"
+
 
 ENV_ENTRIES: tuple[EnvEntry, ...] = (
     EnvEntry("ToolUse", "gym_tinker.envs.tool_use:ToolUseEnv", 8),
@@ -54,6 +64,7 @@ def register_all() -> None:
             gym.register(
                 entry.id,
                 entry_point=entry.entry_point,
+                vector_entry_point=entry.vector_entry_point,
                 max_episode_steps=None,
             )
 

@@ -4,7 +4,8 @@ Gymnasium's own :class:`gymnasium.spaces.Text` has a fixed maximum length and, b
 charset without spaces, newlines or unicode, so it cannot hold a chat message. :class:`TextSpace`
 holds any Python ``str``. Importing this module registers it with Gymnasium's vector utilities
 (``batch_space``, ``concatenate``, ``create_empty_array`` and the shared-memory
-functions), so ``gym.make_vec(..., vectorization_mode="sync" | "async")`` works unchanged.
+functions), so ``gym.make_vec(..., vectorization_mode="sync" | "async")`` works unchanged
+(``gym.make_vec(id)`` without a mode builds :mod:`gym_tinker.vector`'s own vector envs).
 """
 
 from __future__ import annotations

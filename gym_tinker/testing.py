@@ -40,6 +40,7 @@ __all__ = [
     "check_seeds_differ",
     "check_text_env",
     "check_vector_async",
+    "check_vector_entry_point",
     "check_vector_sync",
 ]
 
@@ -285,6 +286,73 @@ def check_vector_async(env: EnvSource, *, seed: int = 0, num_envs: int = 4, step
     _check_vector(env, "async", seed, num_envs, steps)
 
 
+def _same_batch(a: Any, b: Any) -> bool:
+    """Equal vector results: same keys, and arrays of the same dtype, shape and items."""
+    if isinstance(a, dict) or isinstance(b, dict):
+        return (
+            isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys()
+            and all(_same_batch(a[key], b[key]) for key in a)
+        )  # fmt: skip
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
+            return False
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return False
+        return all(_same_batch(x, y) for x, y in zip(a.ravel().tolist(), b.ravel().tolist(), strict=True))
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_batch(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and _equal(a, b)
+
+
+def check_vector_entry_point(env: EnvSource, *, seed: int = 0, num_envs: int = 3, steps: int = 16) -> None:
+    """``gym.make_vec(id, num_envs=3)`` (the env's registered ``vector_entry_point``), in process and
+    with ``workers=2``, gives exactly what Gymnasium's ``SyncVectorEnv`` gives: observations,
+    rewards, flags and info dicts, step for step over random actions, in the next-step and
+    same-step autoreset modes.
+
+    It applies to env ids registered with a ``vector_entry_point`` (every gym_tinker env); for
+    factories and other ids there is no second vector env to compare, and it returns.
+
+    Example:
+        >>> check_vector_entry_point("tinker/GuessNumber-v0")
+    """
+    check = "check_vector_entry_point"
+    if not isinstance(env, str) or gym.spec(env).vector_entry_point is None:
+        return
+    actions = [tuple(TextSpace(seed=seed + 1 + k).sample() for _ in range(num_envs)) for k in range(steps)]
+    for autoreset_mode in (gym.vector.AutoresetMode.NEXT_STEP, gym.vector.AutoresetMode.SAME_STEP):
+        reference = gym.make_vec(
+            env,
+            num_envs=num_envs,
+            vectorization_mode="sync",
+            vector_kwargs={"autoreset_mode": autoreset_mode},
+        )
+        vectors = {
+            "in process": gym.make_vec(env, num_envs=num_envs, autoreset_mode=autoreset_mode),
+            "workers=2": gym.make_vec(env, num_envs=num_envs, autoreset_mode=autoreset_mode, workers=2),
+        }
+        try:
+            expected: tuple[Any, ...] = reference.reset(seed=seed)
+            results: dict[str, tuple[Any, ...]] = {
+                name: vector.reset(seed=seed) for name, vector in vectors.items()
+            }
+            for step in range(steps + 1):
+                for name, result in results.items():
+                    if not _same_batch(result, expected):
+                        raise _fail(
+                            check,
+                            env,
+                            f"{name}, {autoreset_mode.value}, step {step}: {result!r:.300} != {expected!r:.300}",
+                        )
+                if step < steps:
+                    expected = reference.step(actions[step])
+                    results = {name: vector.step(actions[step]) for name, vector in vectors.items()}
+        finally:
+            reference.close()
+            for vector in vectors.values():
+                vector.close()
+
+
 def check_action_type(env: EnvSource, *, seed: int = 0) -> None:
     """Non-string actions raise a ``TypeError`` whose message says a ``str`` was expected.
 
@@ -386,6 +454,7 @@ CHECKS: dict[str, Callable[..., None]] = {
     "pickle": check_pickle,
     "vector_sync": check_vector_sync,
     "vector_async": check_vector_async,
+    "vector_entry_point": check_vector_entry_point,
     "action_type": check_action_type,
     "reset_needed": check_reset_needed,
     "robust_actions": check_robust_actions,

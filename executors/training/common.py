@@ -209,13 +209,18 @@ def make_sampler(model: Any, tokenizer: Any) -> HFSampler:
 def is_success(trajectory: Trajectory) -> bool:
     """Whether an episode solved its task: the last turn's ``info["correct"]`` when the env reports it, else reward > 0.
 
+    An episode that did not terminate (ran out of turns or tokens, or failed) never solved its
+    task, whatever shaping rewards it collected on the way (ToolUse's ``tool_call_bonus``).
+
     >>> from gym_tinker.trajectory import Turn
     >>> is_success(Trajectory(turns=(Turn("q", "a", 0.1, info={"correct": False}),), env_id="demo"))
     False
     >>> is_success(Trajectory(turns=(Turn("q", "a", 1.0),), env_id="demo"))
     True
+    >>> is_success(Trajectory(turns=(Turn("q", "<tool_call>", 0.05),), env_id="demo", stop_reason="truncated"))
+    False
     """
-    if trajectory.stop_reason == "error" or not trajectory.turns:
+    if trajectory.stop_reason != "terminated" or not trajectory.turns:
         return False
     correct = trajectory.turns[-1].info.get("correct")
     if correct is not None:

@@ -166,10 +166,15 @@ def test_tool_observations_become_tool_messages_on_tool_use():
         assert all(m["content"] in trajectory.turns[1].observation for m in tool_messages)
 
 
-def test_vector_env_matches_a_list_of_envs():
+@pytest.mark.parametrize(
+    "make_vec_kwargs",
+    [{"vectorization_mode": "sync"}, {}, {"workers": 2}, {"autoreset_mode": "SameStep", "workers": 2}],
+    ids=["SyncVectorEnv", "TextVectorEnv", "ProcessTextVectorEnv", "ProcessTextVectorEnv-SameStep"],
+)
+def test_vector_env_matches_a_list_of_envs(make_vec_kwargs):
     seeds = [1, 2, 3, 4, 5]
     listed = rollout(make_envs("tinker/GuessNumber-v0", 3), BinarySearch(), seeds=seeds)
-    vector = gym.make_vec("tinker/GuessNumber-v0", num_envs=3, vectorization_mode="sync")
+    vector = gym.make_vec("tinker/GuessNumber-v0", num_envs=3, **make_vec_kwargs)
     try:
         vectored = rollout(vector, BinarySearch(), seeds=seeds)
     finally:
