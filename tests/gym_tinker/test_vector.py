@@ -42,7 +42,8 @@ def _broken_batch_infos(infos, num_envs):
 
 def test_the_comparison_catches_a_difference(monkeypatch):
     testing.check_vector_entry_point(GUESS)
-    monkeypatch.setattr(vector, "batch_infos", _broken_batch_infos)
+    monkeypatch.setattr(vector.sync, "batch_infos", _broken_batch_infos)
+    monkeypatch.setattr(vector.process, "batch_infos", _broken_batch_infos)
     with pytest.raises(
         AssertionError,
         match=r"check_vector_entry_point failed for tinker/GuessNumber-v0: workers=2, NextStep, step 0",
@@ -116,7 +117,7 @@ def test_same_step_autoreset_with_an_info_key_named_final_obs_merges_as_gymnasiu
 
 def test_same_step_autoreset_reports_final_observations():
     envs = gym.make_vec(GUESS, num_envs=2, max_turns=1, autoreset_mode="SameStep")
-    observations, _ = envs.reset(seed=0)
+    envs.reset(seed=0)
     _, _, terminated, truncated, infos = envs.step(["1", "2"])
     assert (terminated | truncated).all()
     assert infos["_final_obs"].tolist() == [True, True]
