@@ -16,6 +16,8 @@ Presets (``--steps`` and ``--heldout`` override theirs):
 
 * ``grpo-math``: GRPO on ``tinker/Math-v0`` (easy), 4 tasks x 8 rollouts per step, 64 tokens.
 * ``grpo-tooluse``: GRPO on ``tinker/ToolUse-v0`` (easy), 2 tasks x 4 rollouts, up to 4 turns.
+* ``sft-tooluse``: SFT on 64 oracle demonstrations of ``tinker/ToolUse-v0`` (easy), merged model saved.
+* ``grpo-tooluse-sft``: GRPO on ToolUse (easy) from ``sft-tooluse``'s merged model (run that first).
 * ``ppo-math``: actor-critic PPO on Math (easy), 16 episodes per step.
 * ``sft-math``: rejection sampling: 128 sampled episodes, the correct ones kept, SFT on them.
 """
@@ -26,11 +28,14 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "learning.json"
@@ -59,6 +64,28 @@ PRESETS: dict[str, dict[str, Any]] = {
         "params": {
             "steps": 12, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
             "temperature": 0.8, "learning_rate": 3e-4, "eval_every": 0,
+        },
+    },
+    "sft-tooluse": {
+        # Behaviour cloning from the env's oracle: 64 demonstrations (training seeds 0-63; the
+        # held-out seeds start at 1,000,000), rendered as the rollout renders the conversation.
+        "kind": "sft",
+        **TOOLUSE_EASY,
+        "demos": 64,
+        "params": {
+            "source": "dataset", "steps": 24, "batch_size": 4, "max_length": 2048, "learning_rate": 2e-4,
+            "max_tokens": 96, "max_turns": 4, "eval_every": 0, "merge": True,
+        },
+    },
+    "grpo-tooluse-sft": {
+        # GRPO from the SFT run's merged model (run sft-tooluse first), with a fresh LoRA.
+        "kind": "grpo",
+        "env": TOOLUSE_EASY["env"],
+        "env_kwargs": {**TOOLUSE_EASY["env_kwargs"], "tool_call_bonus": 0.05},
+        "model_from": "sft-tooluse",
+        "params": {
+            "steps": 8, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
+            "temperature": 0.8, "learning_rate": 1e-4, "eval_every": 0,
         },
     },
     "ppo-math": {
@@ -95,7 +122,14 @@ QUICK: dict[str, dict[str, Any]] = {
 
 
 def run_one(
-    name: str, preset: dict[str, Any], *, model: str, heldout: int, steps: int | None, runs: Path = RUNS
+    name: str,
+    preset: dict[str, Any],
+    *,
+    model: str,
+    heldout: int,
+    steps: int | None,
+    runs: Path = RUNS,
+    overrides: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run one preset's job body in this process; return its figures."""
     from executors.context import JobContext
@@ -110,13 +144,29 @@ def run_one(
     }
     if steps is not None:
         params["steps"] = steps
+    params.update(overrides or {})
     folder = runs / name
     if folder.exists():
         import shutil
 
         shutil.rmtree(folder)
+    dataset = None
+    if preset.get("demos"):
+        from gym_tinker.oracles import oracle_trajectories
+        from gym_tinker.trajectory import save_jsonl
+
+        dataset = runs / f"{name}-demos.jsonl"
+        dataset.parent.mkdir(parents=True, exist_ok=True)
+        save_jsonl(
+            dataset,
+            oracle_trajectories(preset["env"], range(preset["demos"]), **preset.get("env_kwargs", {})),
+        )
+    if preset.get("model_from"):
+        model = str(runs / preset["model_from"] / "merged")
+        if not Path(model).is_dir():
+            raise SystemExit(f"{name} starts from {model}: run --run {preset['model_from']} first")
     spec = JobSpec(
-        kind=preset["kind"], name=name, model=model,
+        kind=preset["kind"], name=name, model=model, dataset=None if dataset is None else str(dataset),
         adapter=SMOLLM2_LORA if model != "tiny-random" else {"r": 8, "dropout": 0.0},
         env=preset["env"], params=params, output_dir=str(folder),
     )  # fmt: skip
@@ -148,6 +198,9 @@ def run_one(
         "reward_first5": sum(rewards[:5]) / len(rewards[:5]) if rewards else None,
         "reward_last5": sum(rewards[-5:]) / len(rewards[-5:]) if rewards else None,
         "wall_seconds": round(wall, 1),
+        "params_overridden": overrides or {},
+        # ru_maxrss: the process's peak resident set (KiB on Linux) so far, this run included.
+        "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2, 2),
         "run_folder": str(folder.relative_to(ROOT)),
         "result": {k: v for k, v in result.items() if k not in ("final_metrics",)},
     }
@@ -166,7 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads.")
     parser.add_argument("--quick", action="store_true", help="Tiny random model on a toy env, a few steps.")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--param", action="append", default=[], metavar="KEY=VALUE",
+        help="Override a preset param (YAML value), e.g. --param gradient_checkpointing=true.",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    overrides = {}
+    for item in args.param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            parser.error(f"--param expects KEY=VALUE, got {item!r}")
+        overrides[key] = yaml.safe_load(value)
     names = args.run or ["grpo-math"]
     if "all" in names:
         names = list(PRESETS)
@@ -185,7 +248,15 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"== {name} ({presets[name]['kind']} on {presets[name]['env']}, {model})", flush=True)
         runs = RUNS.with_name("learning_quick") if args.quick else RUNS
-        figures = run_one(name, presets[name], model=model, heldout=heldout, steps=args.steps, runs=runs)
+        figures = run_one(
+            name,
+            presets[name],
+            model=model,
+            heldout=heldout,
+            steps=args.steps,
+            runs=runs,
+            overrides=overrides,
+        )
         previous["runs"][name] = figures
         previous["machine"] = {"platform": platform.platform(), "cpus": os.cpu_count()}
         out_path.write_text(json.dumps(previous, indent=2, default=str))
@@ -193,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
             f"   held-out accuracy {_fmt(figures['heldout_before'])} -> {_fmt(figures['heldout_after'])} "
             f"(min {_fmt(figures['heldout_min'])}, gain {figures['gain_points']} points); "
             f"reward first5 {_fmt(figures['reward_first5'])} last5 {_fmt(figures['reward_last5'])}; "
-            f"{figures['wall_seconds']} s; curve {figures['heldout_curve']}",
+            f"{figures['wall_seconds']} s; peak RSS {figures['peak_rss_gb']} GB; curve {figures['heldout_curve']}",
             flush=True,
         )
     print(f"wrote {out_path}")

@@ -9,13 +9,15 @@ are also the scripted policy of ``python -m gym_tinker`` and of ``bench/env_thro
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["Episode", "OraclePolicy", "oracle_action", "play_episode"]
+from gym_tinker.trajectory import Trajectory, Turn
+
+__all__ = ["Episode", "OraclePolicy", "oracle_action", "oracle_trajectories", "play_episode"]
 
 OracleFn = Callable[[Any], str]
 
@@ -136,3 +138,53 @@ def play_episode(
             episode.terminated, episode.truncated = bool(terminated), bool(truncated)
             break
     return episode
+
+
+def oracle_trajectories(env_id: str, seeds: Iterable[int], **env_kwargs: Any) -> list[Trajectory]:
+    """Demonstrations: the oracle's episode for each seed, as text trajectories for SFT.
+
+    Each trajectory holds the reset info's ``system_prompt`` and ``tools`` in its metadata, and
+    per turn what the agent saw, the oracle's action, the reward and the step's info (whose
+    ``observation_role`` makes a tool result a ``tool`` message), which is what
+    :func:`gym_tinker.rollout.to_messages` and the SFT job render: the conversation a model sees
+    in a rollout of the same env. Behaviour cloning from these gives a model that cannot yet
+    call tools (so that GRPO's groups have nothing to reinforce) its first successes.
+
+    Example:
+        >>> [t] = oracle_trajectories("tinker/ToolUse-v0", [3], difficulty="easy")
+        >>> t.total_reward, t.stop_reason, [turn.info.get("observation_role") for turn in t.turns]
+        (1.0, 'terminated', ['tool', 'user'])
+        >>> t.turns[0].action.startswith("<tool_call>"), [tool["function"]["name"] for tool in t.metadata["tools"]][:2]
+        (True, ['calculator', 'python'])
+    """
+    env = gym.make(env_id, **env_kwargs)
+    trajectories = []
+    try:
+        for seed in seeds:
+            observation, info = env.reset(seed=seed)
+            metadata = {
+                "system_prompt": info.get("system_prompt", ""),
+                "tools": list(info.get("tools") or []),
+            }
+            turns, stop_reason = [], "truncated"
+            while True:
+                action = oracle_action(env)
+                next_observation, reward, terminated, truncated, step_info = env.step(action)
+                turns.append(Turn(observation, action, float(reward), dict(step_info)))
+                observation = next_observation
+                if terminated or truncated:
+                    stop_reason = "terminated" if terminated else "truncated"
+                    break
+            trajectories.append(
+                Trajectory(
+                    tuple(turns),
+                    env_id,
+                    seed=seed,
+                    agent="oracle",
+                    stop_reason=stop_reason,
+                    metadata=metadata,
+                )
+            )
+    finally:
+        env.close()
+    return trajectories

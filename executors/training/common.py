@@ -619,6 +619,11 @@ def trainer_arguments(params: TrainParams, output_dir: str | os.PathLike[str]) -
         "bf16": False if on_cpu else None,
         "disable_tqdm": True,
         "dataloader_num_workers": 0,
+        # transformers 5's name for gradient checkpointing (TRL's configs default the old name to on).
+        "activation_checkpointing": params.gradient_checkpointing,
+        "activation_checkpointing_kwargs": {"use_reentrant": False}
+        if params.gradient_checkpointing
+        else None,
     }
 
 

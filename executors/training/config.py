@@ -84,6 +84,10 @@ class TrainParams(BaseModel):
         description="Where TRL trainers also log: a list such as [tensorboard, trackio]; auto = the installed ones.",
     )
     merge: bool = Field(False, description="Also save the LoRA adapter merged into a full model folder.")
+    gradient_checkpointing: bool = Field(
+        False,
+        description="Recompute activations in the backward pass: far less memory on long sequences, ~30% more compute.",
+    )
     threads: int | None = Field(None, ge=1, description="torch CPU threads for this job (default torch's).")
     device: str = Field("cpu", description="torch device, e.g. cpu or cuda.")
 

@@ -113,7 +113,6 @@ def grpo_config(
             data_seed=params.seed,
             report_to=list(report_to),
             fp16=False,
-            gradient_checkpointing=False,
             remove_unused_columns=False,
         )
 

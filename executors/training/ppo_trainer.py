@@ -212,6 +212,8 @@ class ActorCriticPPO:
         else:
             self.value_head = head_class(int(model.config.hidden_size))
         self.value_head.to(self.device).train()
+        if params.gradient_checkpointing:  # after the copies above: only the trained model recomputes
+            model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         self.policy_parameters = [p for p in model.parameters() if p.requires_grad]
         self.value_parameters = [p for p in self.value_head.parameters() if p.requires_grad]
         if not self.policy_parameters:

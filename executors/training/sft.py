@@ -87,8 +87,6 @@ def sft_config(params: SFTParams, output_dir: str | PathLike[str], *, report_to:
         per_device_train_batch_size=params.batch_size,
         max_length=params.max_length,
         report_to=list(report_to) or "none",
-        # The new name: passing nothing makes TRL's default `gradient_checkpointing=True` warn in transformers 5.
-        activation_checkpointing=False,
         assistant_only_loss=False,
         completion_only_loss=False,
     )

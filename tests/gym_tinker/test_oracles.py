@@ -132,3 +132,18 @@ def test_throughput_benchmark_replays_the_oracle_faithfully(tmp_path):
         assert row["steps"] > 0 and row["steps_per_s"] > 0
         if row["policy"] == "oracle":
             assert row["mean_return"] == 1.0, row
+
+
+@pytest.mark.parametrize("env_id", ["tinker/ToolUse-v0", "tinker/GuessNumber-v0"])
+def test_oracle_trajectories_are_the_conversation_a_rollout_sees(env_id):
+    """Demonstrations render to the same chat messages and tools as a rollout of the same actions."""
+    from gym_tinker.oracles import oracle_trajectories
+    from gym_tinker.rollout import rollout, to_messages
+
+    [demo] = oracle_trajectories(env_id, [5], difficulty="easy")
+    assert demo.total_reward > 0 and demo.stop_reason == "terminated"
+    actions = iter(turn.action for turn in demo.turns)
+    [replayed] = rollout(gym.make(env_id, difficulty="easy"), lambda conversations: [next(actions)], seeds=[5])
+    assert to_messages(demo) == to_messages(replayed)
+    assert demo.metadata["tools"] == replayed.metadata["tools"]
+    assert [t.reward for t in demo.turns] == [t.reward for t in replayed.turns]

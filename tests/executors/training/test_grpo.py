@@ -199,6 +199,27 @@ def test_full_parameter_step_changes_base_weights() -> None:
     assert len(changed) == len(before), sorted(set(before) - set(changed))
 
 
+@pytest.mark.parametrize("adapter", [None, "full"], ids=["lora", "full"])
+def test_gradient_checkpointing_trains_the_same_weights(adapter: Any, tmp_path: Path) -> None:
+    """Recomputing activations in the backward pass changes memory, not the result."""
+    results = []
+    for checkpointing in (False, True):
+        policy = _policy(adapter)
+        trainer = build_grpo_trainer(
+            policy.model,
+            policy.tokenizer,
+            LENGTH_ENV,
+            _params(steps=2, gradient_checkpointing=checkpointing),
+            output_dir=tmp_path / str(checkpointing),
+        )
+        trainer.args.save_strategy = "no"
+        train(trainer)
+        assert policy.model.is_activation_checkpointing is checkpointing
+        results.append(_state(policy.model))
+    plain, recomputed = results
+    assert all(torch.allclose(plain[n], recomputed[n], atol=1e-6) for n in plain)
+
+
 def _train_run(tmp: Path, steps: int) -> tuple[list[dict[str, float]], dict[str, Any]]:
     policy = _policy()
     trainer = build_grpo_trainer(

@@ -188,6 +188,18 @@ def test_a_step_changes_trainable_parameters_only() -> None:
     assert metrics["sampled_tokens"] == 5 + 6 + 3
 
 
+@pytest.mark.parametrize("lora", [True, False], ids=["lora", "full"])
+def test_gradient_checkpointing_gives_the_same_update(lora: bool) -> None:
+    """Recomputing activations in the backward pass changes memory, not the result."""
+    results = []
+    for checkpointing in (False, True):
+        trainer = make_trainer(lora=lora, gradient_checkpointing=checkpointing)
+        trainer.step(batch_of_trajectories())
+        assert trainer.model.is_activation_checkpointing is checkpointing
+        results.append(snapshot(trainer.model))
+    assert all(torch.allclose(results[0][k], results[1][k], atol=1e-6) for k in results[0])
+
+
 def test_lora_and_full_trainable_parameter_counts() -> None:
     lora, full = make_trainer(lora=True), make_trainer(lora=False)
     total = sum(p.numel() for p in full.model.parameters())

@@ -310,6 +310,22 @@ def test_same_seed_same_parameters(tmp_path: Path) -> None:
     assert all(torch.equal(results[0][name], results[1][name]) for name in results[0])
 
 
+def test_gradient_checkpointing_trains_the_same_parameters(tmp_path: Path) -> None:
+    """Recomputing activations in the backward pass changes memory, not the result."""
+    results = []
+    for checkpointing in (False, True):
+        policy = _policy()
+        dataset = messages_to_sft_dataset(MEMORISE, policy.tokenizer, 64)
+        params = _params(steps=2, gradient_checkpointing=checkpointing)
+        trainer = build_sft_trainer(
+            policy.model, policy.tokenizer, dataset, params, output_dir=tmp_path / str(checkpointing)
+        )
+        trainer.train()
+        assert policy.model.is_activation_checkpointing is checkpointing
+        results.append(_trainable(policy.model))
+    assert all(torch.allclose(results[0][name], results[1][name], atol=1e-6) for name in results[0])
+
+
 def test_resume_from_a_trainer_checkpoint_equals_an_uninterrupted_run(tmp_path: Path) -> None:
     """4 steps straight vs 2 steps, then a fresh trainer resuming from ``checkpoint-2`` (LoRA dropout 0)."""
     from transformers import TrainerCallback
