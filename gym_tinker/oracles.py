@@ -15,7 +15,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from gym_tinker.trajectory import Trajectory, Turn
+from gym_tinker.trajectory import StopReason, Trajectory, Turn
 
 __all__ = ["Episode", "OraclePolicy", "oracle_action", "oracle_trajectories", "play_episode"]
 
@@ -166,15 +166,15 @@ def oracle_trajectories(env_id: str, seeds: Iterable[int], **env_kwargs: Any) ->
                 "system_prompt": info.get("system_prompt", ""),
                 "tools": list(info.get("tools") or []),
             }
-            turns, stop_reason = [], "truncated"
+            turns: list[Turn] = []
             while True:
                 action = oracle_action(env)
                 next_observation, reward, terminated, truncated, step_info = env.step(action)
                 turns.append(Turn(observation, action, float(reward), dict(step_info)))
                 observation = next_observation
                 if terminated or truncated:
-                    stop_reason = "terminated" if terminated else "truncated"
                     break
+            stop_reason: StopReason = "terminated" if terminated else "truncated"
             trajectories.append(
                 Trajectory(
                     tuple(turns),
