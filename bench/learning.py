@@ -63,7 +63,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "env_kwargs": {**TOOLUSE_EASY["env_kwargs"], "tool_call_bonus": 0.05},
         "params": {
             "steps": 12, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
-            "temperature": 0.8, "learning_rate": 3e-4, "eval_every": 0,
+            "temperature": 0.8, "learning_rate": 3e-4, "eval_every": 0, "gradient_checkpointing": True,
         },
     },
     "sft-tooluse": {
@@ -85,7 +85,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         "model_from": "sft-tooluse",
         "params": {
             "steps": 8, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
-            "temperature": 0.8, "learning_rate": 1e-4, "eval_every": 0,
+            "temperature": 0.8, "learning_rate": 1e-4, "eval_every": 0, "gradient_checkpointing": True,
         },
     },
     "ppo-math": {

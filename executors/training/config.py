@@ -26,6 +26,7 @@ from executors.errors import SpecError
 from executors.spec import format_validation_error
 
 __all__ = [
+    "DEFAULT_MODEL",
     "OPPONENT_CATEGORIES",
     "PARAMS_BY_KIND",
     "GRPOParams",
@@ -37,6 +38,9 @@ __all__ = [
     "describe",
     "parse_params",
 ]
+
+DEFAULT_MODEL = "smollm2-135m-instruct"
+"""The model a training job uses when its spec names none."""
 
 
 class TrainParams(BaseModel):
