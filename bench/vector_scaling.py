@@ -112,6 +112,27 @@ def run(
     return {"steps": steps, "vector_steps": calls, "seconds": seconds, "steps_per_s": steps / seconds}
 
 
+def profile(num_envs: int) -> dict[str, Any]:
+    """cProfile of our in-process vector env (next-step autoreset) at ``num_envs`` envs."""
+    import cProfile
+    import pstats
+
+    rng = random.Random(0)
+    guesses = [f"\\boxed{{{rng.randint(1, 10)}}}" for _ in range(4096)]
+    vector = make_ours_next_step("sync", num_envs)
+    run(vector, num_envs, guesses, 0.2, True)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    result = run(vector, num_envs, guesses, 2.0, True)
+    profiler.disable()
+    vector.close()
+    print(
+        f"{result['steps_per_s']:,.0f} live env steps/s under the profiler; our functions by cumulative time:"
+    )
+    pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"gym_tinker", 12)
+    return {"profile": num_envs, "steps_per_s": result["steps_per_s"]}
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="0.2 s per measurement, 1 round, up to 8 envs")
@@ -120,7 +141,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--num-envs", type=int, nargs="+", default=None, help="default 1 2 4 8 16")
     parser.add_argument("--modes", nargs="+", choices=["sync", "async"], default=["sync", "async"])
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--profile", type=int, default=None, metavar="N",
+        help="instead: cProfile 2 s of ours (sync, next-step) at N envs and print the top functions",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.profile:
+        return profile(args.profile)
     budget = args.seconds or (0.2 if args.quick else 1.0)
     repeats = args.repeats or (1 if args.quick else 2)
     sizes = args.num_envs or ([1, 4, 8] if args.quick else [1, 2, 4, 8, 16])

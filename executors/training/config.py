@@ -90,7 +90,7 @@ class TrainParams(BaseModel):
     merge: bool = Field(False, description="Also save the LoRA adapter merged into a full model folder.")
     gradient_checkpointing: bool = Field(
         False,
-        description="Recompute activations in the backward pass: far less memory on long sequences, ~30% more compute.",
+        description="Recompute activations in the backward pass: far less memory on long sequences, one more forward pass.",
     )
     threads: int | None = Field(None, ge=1, description="torch CPU threads for this job (default torch's).")
     device: str = Field("cpu", description="torch device, e.g. cpu or cuda.")
