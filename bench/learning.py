@@ -18,6 +18,7 @@ Presets (``--steps`` and ``--heldout`` override theirs):
 * ``grpo-tooluse``: GRPO on ``tinker/ToolUse-v0`` (easy), 2 tasks x 4 rollouts, up to 4 turns.
 * ``sft-tooluse``: SFT on 64 oracle demonstrations of ``tinker/ToolUse-v0`` (easy), merged model saved.
 * ``grpo-tooluse-sft``: GRPO on ToolUse (easy) from ``sft-tooluse``'s merged model (run that first).
+* ``ppo-tooluse-sft``: PPO on ToolUse (easy) from the same start, 8 episodes per step.
 * ``ppo-math``: actor-critic PPO on Math (easy), 16 episodes per step.
 * ``sft-math``: rejection sampling: 128 sampled episodes, the correct ones kept, SFT on them.
 """
@@ -86,6 +87,18 @@ PRESETS: dict[str, dict[str, Any]] = {
         "params": {
             "steps": 8, "prompts_per_step": 2, "group_size": 4, "loss_batch_groups": 1, "max_tokens": 96, "max_turns": 4,
             "temperature": 0.8, "learning_rate": 1e-4, "eval_every": 0, "gradient_checkpointing": True,
+        },
+    },
+    "ppo-tooluse-sft": {
+        # PPO from the same start as grpo-tooluse-sft (run sft-tooluse first), 8 episodes per step.
+        "kind": "ppo",
+        "env": TOOLUSE_EASY["env"],
+        "env_kwargs": {**TOOLUSE_EASY["env_kwargs"], "tool_call_bonus": 0.05},
+        "model_from": "sft-tooluse",
+        "params": {
+            "steps": 8, "episodes_per_step": 8, "max_tokens": 96, "max_turns": 4, "temperature": 0.8,
+            "learning_rate": 1e-4, "ppo_epochs": 2, "minibatch_size": 4, "kl_coef": 0.02, "vf_coef": 0.1,
+            "eval_every": 0, "gradient_checkpointing": True,
         },
     },
     "ppo-math": {
