@@ -143,7 +143,9 @@ def test_oracle_trajectories_are_the_conversation_a_rollout_sees(env_id):
     [demo] = oracle_trajectories(env_id, [5], difficulty="easy")
     assert demo.total_reward > 0 and demo.stop_reason == "terminated"
     actions = iter(turn.action for turn in demo.turns)
-    [replayed] = rollout(gym.make(env_id, difficulty="easy"), lambda conversations: [next(actions)], seeds=[5])
+    [replayed] = rollout(
+        gym.make(env_id, difficulty="easy"), lambda conversations: [next(actions)], seeds=[5]
+    )
     assert to_messages(demo) == to_messages(replayed)
     assert demo.metadata["tools"] == replayed.metadata["tools"]
     assert [t.reward for t in demo.turns] == [t.reward for t in replayed.turns]
