@@ -42,7 +42,6 @@ import importlib.util
 import json
 import logging
 import os
-import platform
 import random
 import sys
 import time
@@ -54,6 +53,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from _report import machine, write_report
 
 import gym_tinker  # noqa: F401 (registers the tinker/ envs)
 
@@ -484,12 +484,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "command": "python bench/peers.py" + (" --quick" if args.quick else ""),
         "seconds_per_measurement": budget,
         "repeats": repeats,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average_1m": [round(load_before, 2), round(load_after, 2)],
-        },
+        "machine": machine(load_before, load_after),
         "versions": versions(),
         "rows": [{k: v for k, v in asdict(c).items() if k != "play"} for c in contestants],
         "summary": summary,
@@ -497,9 +492,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rollout_env_share": shares,
         "notes": notes,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
     return report
 
 

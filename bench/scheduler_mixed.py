@@ -39,9 +39,7 @@ GPU-slot utilisation (seconds a GPU job's body was running, summed, over 2 x mak
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
 import statistics
 import sys
 import tempfile
@@ -49,6 +47,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from _report import machine, write_report
 
 RESULTS = Path(__file__).parent / "results" / "scheduler_mixed.json"
 GPUS = 2
@@ -279,18 +279,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cluster": f"LocalCluster {GPUS} workers x 2 threads, GPU=1 each",
         "step_seconds": step_seconds,
         "jobs": [job.__dict__ for job in jobs],
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average_1m": [round(load_before, 2), round(load_after, 2)],
-        },
+        "machine": machine(load_before, load_after),
         "results": results,
         "records": records,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
     return report
 
 

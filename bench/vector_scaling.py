@@ -25,10 +25,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import logging
 import os
-import platform
 import random
 import sys
 import time
@@ -37,6 +35,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from _report import machine, write_report
 
 import gym_tinker  # noqa: F401 (registers the tinker/ envs)
 
@@ -211,18 +210,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "task": {"ours": [OURS_ID, {"dataset": "secrets 1-10", "max_turns": 4}], "gem": GEM_ID},
         "seconds_per_measurement": budget,
         "repeats": repeats,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "load_average_1m": [round(load_before, 2), round(load_after, 2)],
-        },
+        "machine": machine(load_before, load_after),
         "rows": rows,
         "notes": notes,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    write_report(args.out, report)
     return report
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
@@ -82,12 +82,6 @@ def step_envs(
     return out
 
 
-def _ended(
-    infos: list[dict[str, Any]], finals: list[tuple[int, Any, dict[str, Any]]]
-) -> Iterator[tuple[int, dict[str, Any]]]:
-    return ((i, infos[i]) for i, _, _ in finals)
-
-
 class TextVectorBase(gym.vector.VectorEnv):
     """What both text vector envs share: checks, autoreset state, and batching a step's lists."""
 
@@ -108,25 +102,20 @@ class TextVectorBase(gym.vector.VectorEnv):
         # New arrays every step, so no copies are needed: what `reset` later writes in place
         # (`_terminations`, `_truncations`) is never what a step returned.
         self._autoreset_envs = terminated | truncated
-        per_env = stepped.infos
-        if stepped.finals:  # same-step autoreset: each ended env's final observation and info first
-            per_env = list(per_env)
+        rewards = np.array(stepped.rewards, dtype=np.float64)
+        ended = [i for i, _, _ in stepped.finals]  # same-step autoreset: these report a final obs and info
+        if any("final_obs" in stepped.infos[i] or "final_info" in stepped.infos[i] for i in ended):
+            # an env's own info uses those keys too: Gymnasium's env-by-env merge, to the letter
+            merged: dict[str, Any] = {}
             for i, observation, info in stepped.finals:
-                per_env[i] = {"final_obs": observation, "final_info": info, **per_env[i]}
-            if any(len(info) != len(stepped.infos[i]) + 2 for i, info in _ended(per_env, stepped.finals)):
-                # an env's own info has a final_obs or final_info key: Gymnasium's env-by-env merge
-                merged: dict[str, Any] = {}
-                for i, observation, info in stepped.finals:
-                    merged = self._add_info(merged, {"final_obs": observation, "final_info": info}, i)
-                for i, info in enumerate(stepped.infos):
-                    merged = self._add_info(merged, info, i)
-                return np.array(stepped.rewards, dtype=np.float64), terminated, truncated, merged
-        return (
-            np.array(stepped.rewards, dtype=np.float64),
-            terminated,
-            truncated,
-            batch_infos(per_env, self.num_envs),
-        )
+                merged = self._add_info(merged, {"final_obs": observation, "final_info": info}, i)
+            for i, info in enumerate(stepped.infos):
+                merged = self._add_info(merged, info, i)
+            return rewards, terminated, truncated, merged
+        per_env = list(stepped.infos)
+        for i, observation, info in stepped.finals:
+            per_env[i] = {"final_obs": observation, "final_info": info, **per_env[i]}
+        return rewards, terminated, truncated, batch_infos(per_env, self.num_envs)
 
 
 class TextVectorEnv(TextVectorBase, SyncVectorEnv):
