@@ -7,17 +7,21 @@ The task is GEM's ``game:GuessTheNumber-v0-easy`` (secret 1-10, 4 turns) and our
 same task (``tinker/GuessNumber-v0`` with the secrets 1-10 as a dataset and ``max_turns=4``),
 fed the same pre-drawn random ``\\boxed{k}`` guesses. Ours: what ``gym.make_vec(id,
 num_envs=N, autoreset_mode=...)`` builds through the env's registered vector entry point, in
-process (:class:`gym_tinker.vector.TextVectorEnv`, "sync") or with ``workers=min(CPUs, 4)``
-(:class:`gym_tinker.vector.ProcessTextVectorEnv`, "async": the envs split over that many
-processes, one pipe round trip per worker and step). "ours" uses same-step autoreset, as GEM
-does by default (an ended env is reset within the step); "ours, NextStep" uses Gymnasium's
-default next-step autoreset, whose reset-only sub-env steps are not counted. Also shown, our
-env in Gymnasium's own vector envs (next-step), ``vectorization_mode="sync"``
+process (:class:`gym_tinker.vector.TextVectorEnv`, "sync") or with ``workers=min(CPUs - 1, 4)``
+(at least 1; :class:`gym_tinker.vector.ProcessTextVectorEnv`, "async": the envs split over that
+many processes, one pipe round trip per worker and step, a core left to the caller). "ours" uses same-step autoreset, as GEM
+does by default (an ended env is reset within the step), and Gymnasium's info format (a dict of
+arrays with ``_key`` masks); "ours, list infos" is the same with ``info_format="list"``, each
+env's own info dict, the format GEM's vector envs return (and Gymnasium's ``DictInfoToList``
+gives): the like-for-like comparison with GEM. "ours, NextStep" uses Gymnasium's default
+next-step autoreset and dict infos; its reset-only sub-env steps are not counted. Also shown,
+our env in Gymnasium's own vector envs (next-step), ``vectorization_mode="sync"``
 (``SyncVectorEnv``) and ``"async"`` (``AsyncVectorEnv``: one process per env, our
 shared-memory text buffers). GEM: ``gem.make_vec([id] * N, async_mode=False | True)`` (same-step
-autoreset; its async mode is a thread pool in this process; its infos are a list of dicts, ours
-Gymnasium's dict of arrays with masks). For each (mode, N) the two libraries take turns, ``--repeats`` times, and the
-best run of each is kept. Vector construction and the first reset are not timed.
+autoreset, without the final observation and info; its async mode is a thread pool in this
+process; its infos are a list of dicts, deep-copied). For each (mode, N) the contenders take
+turns, ``--repeats`` times, and the best run of each is kept. Vector construction and the first
+reset are not timed.
 """
 
 from __future__ import annotations
@@ -46,7 +50,9 @@ OURS_KWARGS: dict[str, Any] = {
     "dataset": [{"secret": k, "low": 1, "high": 10} for k in range(1, 11)],
     "max_turns": 4,
 }
-WORKERS = min(os.cpu_count() or 1, 4)
+WORKERS = max(1, min((os.cpu_count() or 1) - 1, 4))
+"""Worker processes for "async": a core is left to this process, which batches the results."""
+OURS_LIST = "ours, list infos"
 OURS = "ours"
 OURS_NEXT_STEP = "ours, NextStep"
 GYMNASIUM = "ours in Gymnasium's"
@@ -54,11 +60,24 @@ NEXT_STEP = (OURS_NEXT_STEP, GYMNASIUM)
 """The contenders with next-step autoreset, whose reset-only sub-env steps are not counted."""
 
 
-def make_ours(mode: str, num_envs: int, autoreset_mode: str = "SameStep") -> Any:
+def make_ours(mode: str, num_envs: int, autoreset_mode: str = "SameStep", info_format: str = "dict") -> Any:
     """``make_vec``'s default (the vector entry point): sync, our ``TextVectorEnv``; async,
     ``workers=WORKERS``: our ``ProcessTextVectorEnv``. Same-step autoreset by default, as GEM's."""
     workers = {"workers": WORKERS} if mode == "async" else {}
-    return gym.make_vec(OURS_ID, num_envs=num_envs, autoreset_mode=autoreset_mode, **workers, **OURS_KWARGS)
+    return gym.make_vec(
+        OURS_ID,
+        num_envs=num_envs,
+        autoreset_mode=autoreset_mode,
+        info_format=info_format,
+        **workers,
+        **OURS_KWARGS,
+    )
+
+
+def make_ours_list(mode: str, num_envs: int) -> Any:
+    """As :func:`make_ours`, with ``info_format="list"``: each env's info dict, as GEM's vector envs
+    (and Gymnasium's ``DictInfoToList``) give them."""
+    return make_ours(mode, num_envs, info_format="list")
 
 
 def make_ours_next_step(mode: str, num_envs: int) -> Any:
@@ -151,7 +170,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     repeats = args.repeats or (1 if args.quick else 2)
     sizes = args.num_envs or ([1, 4, 8] if args.quick else [1, 2, 4, 8, 16])
     notes: list[str] = []
-    libraries = {OURS: make_ours, OURS_NEXT_STEP: make_ours_next_step, GYMNASIUM: make_ours_gymnasium}
+    libraries = {
+        OURS_LIST: make_ours_list,
+        OURS: make_ours,
+        OURS_NEXT_STEP: make_ours_next_step,
+        GYMNASIUM: make_ours_gymnasium,
+    }
     try:
         import gem  # noqa: F401
 
@@ -187,27 +211,31 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return found[0]["steps_per_s"] if found else None
 
     names = list(libraries)
+    compared = {OURS_LIST: "list/GEM", OURS: "dict/GEM", OURS_NEXT_STEP: "NextStep/GEM"}
     print(
-        f"{'mode':<6} {'envs':>4} " + " ".join(f"{name:>20}" for name in names) + "  ours/GEM  NextStep/GEM"
+        f"{'mode':<6} {'envs':>4} "
+        + " ".join(f"{name:>19}" for name in names)
+        + "".join(f"{label:>14}" for label in compared.values())
     )
     for mode in args.modes:
         for num_envs in sizes:
             rates = {name: rate(name, mode, num_envs) for name in names}
             gem_rate = rates.get("GEM")
             ratios = [
-                f"{rates[name] / gem_rate:.2f}x" if rates[name] and gem_rate else "-"
-                for name in (OURS, OURS_NEXT_STEP)
+                f"{rates[name] / gem_rate:.2f}x" if rates[name] and gem_rate else "-" for name in compared
             ]
-            cells = " ".join(f"{r:>20,.0f}" if r else f"{'-':>20}" for r in rates.values())
-            print(f"{mode:<6} {num_envs:>4} {cells}  {ratios[0]:>8}  {ratios[1]:>12}")
+            cells = " ".join(f"{r:>19,.0f}" if r else f"{'-':>19}" for r in rates.values())
+            print(f"{mode:<6} {num_envs:>4} {cells}" + "".join(f"{ratio:>14}" for ratio in ratios))
     load_after = os.getloadavg()[0]
     print(f"load average (1 min) before/after: {load_before:.2f}/{load_after:.2f} on {os.cpu_count()} CPUs")
+    print(f"async: ours with workers={WORKERS}")
     for note in notes:
         print(f"note: {note}")
     report = {
         "benchmark": "vector_scaling",
         "command": "python bench/vector_scaling.py" + (" --quick" if args.quick else ""),
         "task": {"ours": [OURS_ID, {"dataset": "secrets 1-10", "max_turns": 4}], "gem": GEM_ID},
+        "async_workers": WORKERS,
         "seconds_per_measurement": budget,
         "repeats": repeats,
         "machine": machine(load_before, load_after),

@@ -24,6 +24,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.error import ResetNeeded
 from gymnasium.utils.env_checker import check_env
+from gymnasium.wrappers.vector import DictInfoToList
 
 from gym_tinker.spaces import TextSpace
 
@@ -308,7 +309,8 @@ def check_vector_entry_point(env: EnvSource, *, seed: int = 0, num_envs: int = 3
     """``gym.make_vec(id, num_envs=3)`` (the env's registered ``vector_entry_point``), in process and
     with ``workers=2``, gives exactly what Gymnasium's ``SyncVectorEnv`` gives: observations,
     rewards, flags and info dicts, step for step over random actions, in the next-step and
-    same-step autoreset modes.
+    same-step autoreset modes; and with ``info_format="list"``, the infos that Gymnasium's
+    ``DictInfoToList`` wrapper gives (values as the env reported them where it has numpy scalars).
 
     It applies to env ids registered with a ``vector_entry_point`` (every gym_tinker env); for
     factories and other ids there is no second vector env to compare, and it returns.
@@ -321,36 +323,75 @@ def check_vector_entry_point(env: EnvSource, *, seed: int = 0, num_envs: int = 3
         return
     actions = [tuple(TextSpace(seed=seed + 1 + k).sample() for _ in range(num_envs)) for k in range(steps)]
     for autoreset_mode in (gym.vector.AutoresetMode.NEXT_STEP, gym.vector.AutoresetMode.SAME_STEP):
-        reference = gym.make_vec(
-            env,
-            num_envs=num_envs,
-            vectorization_mode="sync",
-            vector_kwargs={"autoreset_mode": autoreset_mode},
-        )
+        references = {
+            info_format: gym.make_vec(
+                env,
+                num_envs=num_envs,
+                vectorization_mode="sync",
+                vector_kwargs={"autoreset_mode": autoreset_mode},
+            )
+            for info_format in ("dict", "list")
+        }
+        references["list"] = DictInfoToList(references["list"])
         vectors = {
-            "in process": gym.make_vec(env, num_envs=num_envs, autoreset_mode=autoreset_mode),
-            "workers=2": gym.make_vec(env, num_envs=num_envs, autoreset_mode=autoreset_mode, workers=2),
+            (f"{where}, info_format={info_format!r}", info_format): gym.make_vec(
+                env, num_envs=num_envs, autoreset_mode=autoreset_mode, info_format=info_format, **workers
+            )
+            for where, workers in (("in process", _NO_KWARGS), ("workers=2", {"workers": 2}))
+            for info_format in ("dict", "list")
         }
         try:
-            expected: tuple[Any, ...] = reference.reset(seed=seed)
-            results: dict[str, tuple[Any, ...]] = {
+            expected: dict[str, tuple[Any, ...]] = {
+                info_format: reference.reset(seed=seed) for info_format, reference in references.items()
+            }
+            results: dict[tuple[str, str], tuple[Any, ...]] = {
                 name: vector.reset(seed=seed) for name, vector in vectors.items()
             }
             for step in range(steps + 1):
-                for name, result in results.items():
-                    if not _same_batch(result, expected):
+                for (name, info_format), result in results.items():
+                    if not _same_vector_result(result, expected[info_format]):
                         raise _fail(
                             check,
                             env,
-                            f"{name}, {autoreset_mode.value}, step {step}: {result!r:.300} != {expected!r:.300}",
+                            f"{name}, {autoreset_mode.value}, step {step}: "
+                            f"{result!r:.300} != {expected[info_format]!r:.300}",
                         )
                 if step < steps:
-                    expected = reference.step(actions[step])
+                    expected = {name: reference.step(actions[step]) for name, reference in references.items()}
                     results = {name: vector.step(actions[step]) for name, vector in vectors.items()}
         finally:
-            reference.close()
-            for vector in vectors.values():
+            for vector in (*references.values(), *vectors.values()):
                 vector.close()
+
+
+_NO_KWARGS: dict[str, Any] = {}
+
+
+def _same_vector_result(result: tuple[Any, ...], expected: tuple[Any, ...]) -> bool:
+    """A vector reset's or step's results equal, the infos as a dict of arrays or as a list of dicts."""
+    *arrays, infos = result
+    *expected_arrays, expected_infos = expected
+    if isinstance(expected_infos, list):
+        return _same_batch(arrays, expected_arrays) and _same_listed(infos, expected_infos)
+    return _same_batch(result, expected)
+
+
+def _same_listed(value: Any, expected: Any) -> bool:
+    """Equal list-format infos: ``DictInfoToList`` gives numpy scalars where the env reported
+    Python numbers; those compare by value and Python type."""
+    if isinstance(expected, dict):
+        return (
+            isinstance(value, dict) and value.keys() == expected.keys()
+            and all(_same_listed(value[key], expected[key]) for key in value)
+        )  # fmt: skip
+    if isinstance(expected, list):
+        return (
+            isinstance(value, list) and len(value) == len(expected)
+            and all(_same_listed(v, e) for v, e in zip(value, expected, strict=True))
+        )  # fmt: skip
+    if isinstance(expected, np.generic) and not isinstance(value, np.generic):
+        expected = expected.item()
+    return _same_batch(value, expected)
 
 
 def check_action_type(env: EnvSource, *, seed: int = 0) -> None:

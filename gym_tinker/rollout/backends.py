@@ -78,8 +78,11 @@ class EnvListBackend(EnvBackend):
         return out
 
 
-def _unbatch_info(infos: dict[str, Any], index: int) -> dict[str, Any]:
-    """Env ``index``'s info from a vector env's batched info dict (keys with a ``_key`` mask)."""
+def _unbatch_info(infos: dict[str, Any] | list[dict[str, Any]], index: int) -> dict[str, Any]:
+    """Env ``index``'s info from a vector env's infos: Gymnasium's batched dict (keys with a
+    ``_key`` mask), or a list of per-env dicts (``info_format="list"``, ``DictInfoToList``)."""
+    if isinstance(infos, list):
+        return dict(infos[index])
     out: dict[str, Any] = {}
     for key, value in infos.items():
         if key.startswith("_"):

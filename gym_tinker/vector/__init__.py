@@ -10,8 +10,10 @@ is faster because:
 
 * the sub-envs are the registered classes themselves, not ``gym.make``'s wrapper stack (its
   env checker and order enforcement cost a third of a text env's step);
-* a step's infos are batched once, key by key (:func:`batch_infos`), instead of env by env
-  through ``VectorEnv._add_info``, which was a third of a vector step;
+* a step's infos are batched column by column (:func:`batch_infos`), instead of env by env
+  and key by key through ``VectorEnv._add_info``, which was a third of a vector step; or, with
+  ``info_format="list"``, returned as each env's own dict (what Gymnasium's ``DictInfoToList``
+  wrapper gives), which costs nothing to build;
 * text observations are returned as they are: ``str`` is immutable, so a copy would change
   nothing (``copy=True`` still deep-copies observations of other spaces).
 
@@ -42,6 +44,7 @@ def make_text_vec(
     workers: int = 0,
     copy: bool = True,
     autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+    info_format: str = "dict",
     context: str | None = None,
     **kwargs: Any,
 ) -> gym.vector.VectorEnv:
@@ -55,6 +58,11 @@ def make_text_vec(
             processes that step their share in parallel.
         copy: As ``SyncVectorEnv``'s (free for text observations).
         autoreset_mode: ``"NextStep"`` (Gymnasium's default), ``"SameStep"`` or ``"Disabled"``.
+        info_format: ``"dict"`` (Gymnasium's dict of arrays with ``_key`` masks), or ``"list"``:
+            each env's own info dict, as Gymnasium's ``DictInfoToList`` wrapper gives them
+            (values as the env reported them, not numpy scalars), without building arrays.
+            Text envs' infos (prompts, tool schemas, feedback) are mostly strings and lists, and
+            a rollout reads them env by env: ``"list"`` is the cheaper and simpler form for that.
         context: The ``multiprocessing`` start method of the workers (default: the platform's).
         **kwargs: Passed to every sub-env's constructor (``max_turns=4``, ``difficulty="easy"``).
 
@@ -65,14 +73,27 @@ def make_text_vec(
         >>> type(envs).__name__, envs.num_envs
         ('ProcessTextVectorEnv', 4)
         >>> envs.close()
+        >>> envs = gym.make_vec("tinker/GuessNumber-v0", num_envs=2, info_format="list")
+        >>> observations, infos = envs.reset(seed=0)
+        >>> [info["task_id"] for info in infos]
+        ['GuessNumber-1-100-15348dca72b0', 'GuessNumber-1-100-e832fc4d665f']
+        >>> envs.close()
     """
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 0:
         raise ValueError(f"workers must be an int >= 0, got {workers!r}")
     if workers:
         return ProcessTextVectorEnv(
-            env_id, num_envs, workers=workers, autoreset_mode=autoreset_mode, context=context, **kwargs
+            env_id,
+            num_envs,
+            workers=workers,
+            autoreset_mode=autoreset_mode,
+            info_format=info_format,
+            context=context,
+            **kwargs,
         )
-    return TextVectorEnv(env_id, num_envs, copy=copy, autoreset_mode=autoreset_mode, **kwargs)
+    return TextVectorEnv(
+        env_id, num_envs, copy=copy, autoreset_mode=autoreset_mode, info_format=info_format, **kwargs
+    )
 
 
 def _entry_point(env_id: str) -> Callable[..., gym.vector.VectorEnv]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from copy import deepcopy
-from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -43,43 +42,62 @@ def check_actions(actions: Any, num_envs: int) -> None:
         raise ValueError(f"expected a sequence of {num_envs} actions (one str per env), got {actions!r:.200}")
 
 
-@dataclass
-class Stepped:
-    """One step of some sub-envs, as plain lists (what a worker sends back)."""
-
-    observations: list[Any]
-    rewards: list[float]
-    terminations: list[bool]
-    truncations: list[bool]
-    infos: list[dict[str, Any]]
-    finals: list[tuple[int, Any, dict[str, Any]]]
-    """Same-step autoreset: (index, final observation, final info) of each env that ended."""
+Stepped = tuple[
+    list[Any], list[Any], list[bool], list[bool], list[dict[str, Any]], list[tuple[int, Any, dict[str, Any]]]
+]
+"""One step of some sub-envs, as plain lists (what a worker sends back): observations, rewards,
+terminations, truncations, infos, and for same-step autoreset the (index, final observation,
+final info) of each env that ended."""
 
 
 def step_envs(
-    envs: Sequence[gym.Env], actions: Sequence[Any], autoreset: list[bool], mode: AutoresetMode
+    envs: Sequence[gym.Env], actions: Sequence[Any], autoreset: list[bool] | None, mode: AutoresetMode
 ) -> Stepped:
-    """Step ``envs`` as ``SyncVectorEnv.step`` does, env by env, with its autoreset rules."""
+    """Step ``envs`` as ``SyncVectorEnv.step`` does, env by env, with its autoreset rules
+    (``autoreset``: next-step autoreset's flags, the envs that ended last step)."""
     n = len(envs)
-    out = Stepped([None] * n, [0.0] * n, [False] * n, [False] * n, [NO_INFO] * n, [])
-    next_step = mode == AutoresetMode.NEXT_STEP
-    same_step = mode == AutoresetMode.SAME_STEP
-    observations, terminations, truncations, infos = (
-        out.observations,
-        out.terminations,
-        out.truncations,
-        out.infos,
-    )
-    rewards: list[Any] = out.rewards  # SupportsFloat, as `Env.step` declares
-    for i, action in enumerate(actions):
-        if next_step and autoreset[i]:
-            observations[i], infos[i] = envs[i].reset()
-            continue
-        observations[i], rewards[i], terminations[i], truncations[i], infos[i] = envs[i].step(action)
-        if same_step and (terminations[i] or truncations[i]):
-            out.finals.append((i, observations[i], infos[i]))
-            observations[i], infos[i] = envs[i].reset()
-    return out
+    observations: list[Any] = [None] * n
+    rewards: list[Any] = [0.0] * n  # SupportsFloat, as `Env.step` declares
+    terminations = [False] * n
+    truncations = [False] * n
+    infos: list[dict[str, Any]] = [NO_INFO] * n
+    finals: list[tuple[int, Any, dict[str, Any]]] = []
+    i = 0
+    if mode == AutoresetMode.SAME_STEP:
+        for env, action in zip(envs, actions, strict=True):
+            observation, rewards[i], terminated, truncated, info = env.step(action)
+            if terminated or truncated:
+                terminations[i], truncations[i] = terminated, truncated
+                finals.append((i, observation, info))
+                observation, info = env.reset()
+            observations[i] = observation
+            infos[i] = info
+            i += 1
+    elif autoreset and True in autoreset:  # the envs that ended last step are reset instead
+        for env, action, reset in zip(envs, actions, autoreset, strict=True):
+            if reset:
+                observations[i], infos[i] = env.reset()
+            else:
+                observations[i], rewards[i], terminations[i], truncations[i], infos[i] = env.step(action)
+            i += 1
+    else:
+        for env, action in zip(envs, actions, strict=True):
+            observations[i], rewards[i], terminations[i], truncations[i], infos[i] = env.step(action)
+            i += 1
+    return observations, rewards, terminations, truncations, infos, finals
+
+
+INFO_FORMATS = ("dict", "list")
+
+VectorInfos = Any
+"""A vector step's infos: Gymnasium's ``dict[str, Any]`` of arrays, or with ``info_format="list"``
+a ``list[dict[str, Any]]`` (``Any``, as Gymnasium's ``VectorEnv`` declares the dict)."""
+
+
+def check_info_format(info_format: Any) -> str:
+    if info_format not in INFO_FORMATS:
+        raise ValueError(f"info_format must be 'dict' or 'list', got {info_format!r}")
+    return str(info_format)
 
 
 class TextVectorBase(gym.vector.VectorEnv):
@@ -87,35 +105,70 @@ class TextVectorBase(gym.vector.VectorEnv):
 
     num_envs: int
     autoreset_mode: AutoresetMode
+    info_format: str
+    """``"dict"``: Gymnasium's dict of arrays with masks; ``"list"``: one info dict per env,
+    as Gymnasium's ``DictInfoToList`` wrapper gives them."""
     _autoreset_envs: np.ndarray
 
-    def _autoreset_flags(self) -> list[bool]:
-        autoreset = self._autoreset_envs.tolist()
-        if self.autoreset_mode == AutoresetMode.DISABLED:
-            assert not any(autoreset), f"{self._autoreset_envs=}"  # the user resets finished envs
-        return autoreset
+    def _batch_infos(self, infos: list[dict[str, Any] | None]) -> VectorInfos:
+        """A reset's infos in the vector env's format (``None``: an env that was not reset)."""
+        if self.info_format == "list":
+            return [{} if info is None else info for info in infos]
+        return batch_infos(infos, self.num_envs)
 
-    def _finish_step(self, stepped: Stepped) -> tuple[np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def _autoreset_flags(self) -> list[bool] | None:
+        """Next-step autoreset's flags (``None`` in the other modes, which do not need them)."""
+        mode = self.autoreset_mode
+        if mode == AutoresetMode.NEXT_STEP:
+            return self._autoreset_envs.tolist()  # type: ignore[no-any-return]
+        if mode == AutoresetMode.DISABLED:  # the user resets finished envs
+            assert not self._autoreset_envs.any(), f"{self._autoreset_envs=}"
+        return None
+
+    def _finish_step(self, stepped: Stepped) -> tuple[np.ndarray, np.ndarray, np.ndarray, VectorInfos]:
         """Rewards, terminations, truncations and the info dict of a step; updates the autoreset flags."""
-        terminated = np.array(stepped.terminations, dtype=np.bool_)
-        truncated = np.array(stepped.truncations, dtype=np.bool_)
+        _, rewards, terminations, truncations, infos, finals = stepped
+        n = self.num_envs
+        terminated = np.array(terminations, dtype=np.bool_)
+        truncated = np.array(truncations, dtype=np.bool_)
         # New arrays every step, so no copies are needed: what `reset` later writes in place
         # (`_terminations`, `_truncations`) is never what a step returned.
         self._autoreset_envs = terminated | truncated
-        rewards = np.array(stepped.rewards, dtype=np.float64)
-        ended = [i for i, _, _ in stepped.finals]  # same-step autoreset: these report a final obs and info
-        if any("final_obs" in stepped.infos[i] or "final_info" in stepped.infos[i] for i in ended):
+        rewards_array = np.array(rewards, dtype=np.float64)
+        if self.info_format == "list":  # each env's own dict, as `DictInfoToList` would give it
+            if finals:
+                infos = list(infos)
+                for i, observation, info in finals:
+                    infos[i] = {"final_obs": observation, "final_info": info, **infos[i]}
+            return rewards_array, terminated, truncated, infos
+        batched = batch_infos(infos, n)
+        if not finals:
+            return rewards_array, terminated, truncated, batched
+        if "final_obs" in batched or "final_info" in batched:
             # an env's own info uses those keys too: Gymnasium's env-by-env merge, to the letter
-            merged: dict[str, Any] = {}
-            for i, observation, info in stepped.finals:
-                merged = self._add_info(merged, {"final_obs": observation, "final_info": info}, i)
-            for i, info in enumerate(stepped.infos):
-                merged = self._add_info(merged, info, i)
-            return rewards, terminated, truncated, merged
-        per_env = list(stepped.infos)
-        for i, observation, info in stepped.finals:
-            per_env[i] = {"final_obs": observation, "final_info": info, **per_env[i]}
-        return rewards, terminated, truncated, batch_infos(per_env, self.num_envs)
+            return rewards_array, terminated, truncated, self._merge_env_by_env(infos, finals)
+        # same-step autoreset: the envs that ended report their final observation and info
+        final_obs = np.empty(n, dtype=object)  # (all None)
+        ended = np.zeros(n, dtype=np.bool_)
+        final_infos: list[dict[str, Any] | None] = [None] * n
+        for i, observation, info in finals:
+            final_obs[i], ended[i], final_infos[i] = observation, True, info
+        batched["final_obs"], batched["_final_obs"] = final_obs, ended
+        batched["final_info"], batched["_final_info"] = batch_infos(final_infos, n), ended.copy()
+        return rewards_array, terminated, truncated, batched
+
+    def _merge_env_by_env(
+        self, infos: list[dict[str, Any]], finals: list[tuple[int, Any, dict[str, Any]]]
+    ) -> dict[str, Any]:
+        """``SyncVectorEnv``'s same-step info, built as it builds it."""
+        merged: dict[str, Any] = {}
+        final_of = {i: (observation, info) for i, observation, info in finals}
+        for i, info in enumerate(infos):
+            if i in final_of:
+                observation, final_info = final_of[i]
+                merged = self._add_info(merged, {"final_obs": observation, "final_info": final_info}, i)
+            merged = self._add_info(merged, info, i)
+        return merged
 
 
 class TextVectorEnv(TextVectorBase, SyncVectorEnv):
@@ -126,6 +179,10 @@ class TextVectorEnv(TextVectorBase, SyncVectorEnv):
         num_envs: How many sub-envs.
         copy: As ``SyncVectorEnv``'s: return copies of the observations (free for ``str``).
         autoreset_mode: ``"NextStep"`` (Gymnasium's default), ``"SameStep"`` or ``"Disabled"``.
+        info_format: ``"dict"`` (Gymnasium's): a dict of arrays, each with a mask ``_key`` of the
+            envs that reported the key. ``"list"``: a list of each env's own info dict, what
+            wrapping the vector env in Gymnasium's ``DictInfoToList`` gives (with the values as
+            the env reported them, not numpy scalars), without building the arrays first.
         **kwargs: Passed to every sub-env's constructor (``max_turns=4``, ``difficulty="easy"``).
 
     Example:
@@ -148,32 +205,47 @@ class TextVectorEnv(TextVectorBase, SyncVectorEnv):
         *,
         copy: bool = True,
         autoreset_mode: str | AutoresetMode = AutoresetMode.NEXT_STEP,
+        info_format: str = "dict",
         **kwargs: Any,
     ) -> None:
         check_num_envs(num_envs)
+        self.info_format = check_info_format(info_format)
+        self._reset_infos: list[dict[str, Any] | None] = []
         super().__init__([env_maker(env_id, kwargs)] * num_envs, copy=copy, autoreset_mode=autoreset_mode)
 
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, VectorInfos]:
         """Step every sub-env with its action (a sequence of ``num_envs`` strings).
 
         Same results as ``SyncVectorEnv.step``, autoreset included.
         """
-        check_actions(actions, self.num_envs)
+        if isinstance(actions, str) or len(actions) != self.num_envs:
+            check_actions(actions, self.num_envs)
         stepped = step_envs(self.envs, actions, self._autoreset_flags(), self.autoreset_mode)
-        self._env_obs = stepped.observations
+        self._env_obs = stepped[0]
         return (self._batched_observations(), *self._finish_step(stepped))
 
     def reset(
         self, *, seed: int | list[int | None] | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[Any, dict[str, Any]]:
+    ) -> tuple[Any, VectorInfos]:
         """Reset the sub-envs (all, or those in ``options["reset_mask"]``), as ``SyncVectorEnv.reset``."""
         copy = self.copy
         self.copy = False  # the observations are copied below, only where that is not free
+        self._reset_infos = [None] * self.num_envs
         try:
-            _, infos = super().reset(seed=seed, options=options)
+            super().reset(seed=seed, options=options)  # its infos come through `_add_info`, below
         finally:
             self.copy = copy
-        return self._batched_observations(), infos
+        infos, self._reset_infos = self._reset_infos, []
+        return self._batched_observations(), self._batch_infos(infos)
+
+    def _add_info(
+        self, vector_infos: dict[str, Any], env_info: dict[str, Any], env_num: int
+    ) -> dict[str, Any]:
+        """In ``reset``: keep each env's info, to batch them all at once."""
+        if self._reset_infos:
+            self._reset_infos[env_num] = env_info
+            return vector_infos
+        return super()._add_info(vector_infos, env_info, env_num)
 
     def _batched_observations(self) -> Any:
         self._observations = tuple(self._env_obs)

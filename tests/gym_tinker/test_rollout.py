@@ -168,8 +168,22 @@ def test_tool_observations_become_tool_messages_on_tool_use():
 
 @pytest.mark.parametrize(
     "make_vec_kwargs",
-    [{"vectorization_mode": "sync"}, {}, {"workers": 2}, {"autoreset_mode": "SameStep", "workers": 2}],
-    ids=["SyncVectorEnv", "TextVectorEnv", "ProcessTextVectorEnv", "ProcessTextVectorEnv-SameStep"],
+    [
+        {"vectorization_mode": "sync"},
+        {},
+        {"workers": 2},
+        {"autoreset_mode": "SameStep", "workers": 2},
+        {"info_format": "list"},
+        {"autoreset_mode": "SameStep", "info_format": "list"},
+    ],
+    ids=[
+        "SyncVectorEnv",
+        "TextVectorEnv",
+        "ProcessTextVectorEnv",
+        "ProcessTextVectorEnv-SameStep",
+        "TextVectorEnv-list",
+        "TextVectorEnv-SameStep-list",
+    ],
 )
 def test_vector_env_matches_a_list_of_envs(make_vec_kwargs):
     seeds = [1, 2, 3, 4, 5]

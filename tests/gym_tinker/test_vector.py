@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
+from gymnasium.wrappers.vector import DictInfoToList
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,33 +45,62 @@ def _broken_batch_infos(infos, num_envs):
 def test_the_comparison_catches_a_difference(monkeypatch):
     testing.check_vector_entry_point(GUESS)
     monkeypatch.setattr(vector.sync, "batch_infos", _broken_batch_infos)
-    monkeypatch.setattr(vector.process, "batch_infos", _broken_batch_infos)
     with pytest.raises(
         AssertionError,
-        match=r"check_vector_entry_point failed for tinker/GuessNumber-v0: workers=2, NextStep, step 0",
+        match=r"check_vector_entry_point failed for tinker/GuessNumber-v0: "
+        r"in process, info_format='dict', NextStep, step 0",
     ):
         testing.check_vector_entry_point(GUESS)
 
 
-def test_reset_mask_and_disabled_autoreset_match_sync():
+def test_the_comparison_catches_a_difference_in_list_infos(monkeypatch):
+    finish_step = vector.sync.TextVectorBase._finish_step
+
+    def turn_as_float(self, stepped):  # the right numbers, the wrong type
+        rewards, terminated, truncated, infos = finish_step(self, stepped)
+        if self.info_format == "list":
+            infos = [{**info, "turn": float(info["turn"])} for info in infos]
+        return rewards, terminated, truncated, infos
+
+    monkeypatch.setattr(vector.sync.TextVectorBase, "_finish_step", turn_as_float)
+    with pytest.raises(
+        AssertionError,
+        match=r"check_vector_entry_point failed for tinker/GuessNumber-v0: "
+        r"in process, info_format='list', NextStep, step 1",
+    ):
+        testing.check_vector_entry_point(GUESS)
+
+
+def _reference(env_id, info_format, **kwargs):
+    """Gymnasium's own sync vector env, in `DictInfoToList` for list infos."""
+    reference = gym.make_vec(env_id, vectorization_mode="sync", **kwargs)
+    return DictInfoToList(reference) if info_format == "list" else reference
+
+
+@pytest.mark.parametrize("info_format", ["dict", "list"])
+def test_reset_mask_and_disabled_autoreset_match_sync(info_format):
     kwargs = {"autoreset_mode": AutoresetMode.DISABLED}
-    ours = gym.make_vec(GUESS, num_envs=3, max_turns=2, **kwargs)
-    reference = gym.make_vec(GUESS, num_envs=3, vectorization_mode="sync", vector_kwargs=kwargs, max_turns=2)
+    ours = gym.make_vec(GUESS, num_envs=3, max_turns=2, info_format=info_format, **kwargs)
+    reference = _reference(GUESS, info_format, num_envs=3, vector_kwargs=kwargs, max_turns=2)
     actions = ("\\boxed{5}", "\\boxed{3}", "\\boxed{9}")
     try:
         results = [v.reset(seed=7) for v in (ours, reference)]
-        assert testing._same_batch(*results)
+        assert testing._same_vector_result(*results)
         for _ in range(2):
             results = [v.step(actions) for v in (ours, reference)]
-            assert testing._same_batch(*results)
+            assert testing._same_vector_result(*results)
         done = results[0][2] | results[0][3]
         assert done.all()  # two turns each
         with pytest.raises(AssertionError):
             ours.step(actions)  # Disabled: the user must reset finished envs first
         mask = np.array([True, False, True])
         results = [v.reset(options={"reset_mask": mask.copy()}) for v in (ours, reference)]
-        assert testing._same_batch(*results)
-        assert results[0][1]["_task_id"].tolist() == [True, False, True]
+        assert testing._same_vector_result(*results)
+        infos = results[0][1]
+        if info_format == "dict":
+            assert infos["_task_id"].tolist() == [True, False, True]
+        else:
+            assert ["task_id" in info for info in infos] == [True, False, True]
     finally:
         ours.close()
         reference.close()
@@ -89,6 +120,9 @@ def test_wrong_number_of_actions_is_a_clear_error():
         gym.make_vec(GUESS, num_envs=0)
     with pytest.raises(ValueError, match="workers must be an int >= 0, got -1"):
         gym.make_vec(GUESS, num_envs=2, workers=-1)
+    for workers in (0, 1):
+        with pytest.raises(ValueError, match="info_format must be 'dict' or 'list', got 'lists'"):
+            gym.make_vec(GUESS, num_envs=2, workers=workers, info_format="lists")
 
 
 def test_same_step_autoreset_with_an_info_key_named_final_obs_merges_as_gymnasium():
@@ -104,13 +138,12 @@ def test_same_step_autoreset_with_an_info_key_named_final_obs_merges_as_gymnasiu
     gym.register("test/OddInfo-v0", entry_point=Odd)
     try:
         kwargs = {"autoreset_mode": AutoresetMode.SAME_STEP}
-        ours = TextVectorEnv("test/OddInfo-v0", 2, **kwargs)
-        reference = gym.make_vec(
-            "test/OddInfo-v0", num_envs=2, vectorization_mode="sync", vector_kwargs=kwargs
-        )
-        assert testing._same_batch(ours.reset(seed=0), reference.reset(seed=0))
-        for actions in (["a", "end"], ["end", "b"], ["c", "d"]):
-            assert testing._same_batch(ours.step(actions), reference.step(actions))
+        for info_format in ("dict", "list"):
+            ours = TextVectorEnv("test/OddInfo-v0", 2, info_format=info_format, **kwargs)
+            reference = _reference("test/OddInfo-v0", info_format, num_envs=2, vector_kwargs=kwargs)
+            assert testing._same_vector_result(ours.reset(seed=0), reference.reset(seed=0))
+            for actions in (["a", "end"], ["end", "b"], ["c", "d"]):
+                assert testing._same_vector_result(ours.step(actions), reference.step(actions))
     finally:
         del gym.registry["test/OddInfo-v0"]
 
@@ -166,7 +199,8 @@ def _info_lists(depth=0):
             for info, here, value in zip(infos, present, values, strict=True):
                 if here:
                     info[key] = value
-        return infos
+        # Envs may report the same keys in different orders.
+        return [dict(data_draw(st.permutations(list(info.items())))) for info in infos]
 
     return draw()
 
@@ -232,8 +266,10 @@ def test_more_workers_than_envs_and_the_same_results_as_in_process():
         reference.close()
 
 
-def test_a_workers_exception_reaches_the_caller_and_the_env_stays_usable():
-    envs = gym.make_vec(GUESS, num_envs=2, workers=2)
+def test_a_workers_exception_reaches_the_caller_and_the_env_stays_usable(monkeypatch):
+    env_class = type(gym.make(GUESS).unwrapped)
+    monkeypatch.setattr(env_class, "a_lock", property(lambda env: threading.Lock()), raising=False)
+    envs = gym.make_vec(GUESS, num_envs=2, workers=2, context="fork")  # the workers see the patch
     try:
         envs.reset(seed=0)
         with pytest.raises(TypeError, match="str"):
@@ -243,6 +279,9 @@ def test_a_workers_exception_reaches_the_caller_and_the_env_stays_usable():
         assert rewards.shape == (2,)
         with pytest.raises(AttributeError, match="no_such_attribute"):
             envs.get_attr("no_such_attribute")
+        with pytest.raises(TypeError, match=r"cannot pickle '_thread\.lock' object"):
+            envs.get_attr("a_lock")  # a reply that cannot be sent back is that command's error...
+        assert envs.get_attr("turn") == (1, 1)  # ...and the workers live on
     finally:
         envs.close()
 
