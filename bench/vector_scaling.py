@@ -152,18 +152,24 @@ def profile(num_envs: int) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    global WORKERS  # --workers sets it for the `make_*` functions
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="0.2 s per measurement, 1 round, up to 8 envs")
     parser.add_argument("--seconds", type=float, default=None, help="seconds per measurement (default 1)")
     parser.add_argument("--repeats", type=int, default=None, help="rounds; best kept (default 2)")
     parser.add_argument("--num-envs", type=int, nargs="+", default=None, help="default 1 2 4 8 16")
     parser.add_argument("--modes", nargs="+", choices=["sync", "async"], default=["sync", "async"])
+    parser.add_argument(
+        "--workers", type=int, default=None, help=f"ours' worker processes in async mode (default {WORKERS})"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument(
         "--profile", type=int, default=None, metavar="N",
         help="instead: cProfile 2 s of ours (sync, next-step) at N envs and print the top functions",
     )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.workers is not None:
+        WORKERS = args.workers
     if args.profile:
         return profile(args.profile)
     budget = args.seconds or (0.2 if args.quick else 1.0)
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         print(f"note: {note}")
     report = {
         "benchmark": "vector_scaling",
-        "command": "python bench/vector_scaling.py" + (" --quick" if args.quick else ""),
+        "command": "python bench/vector_scaling.py " + " ".join(argv or []),
         "task": {"ours": [OURS_ID, {"dataset": "secrets 1-10", "max_turns": 4}], "gem": GEM_ID},
         "async_workers": WORKERS,
         "seconds_per_measurement": budget,

@@ -22,9 +22,9 @@ def batch_infos(per_env: Sequence[Mapping[str, Any] | None], num_envs: int) -> d
     the values (dtype from the first env that has the key: ``bool``, ``int``, ``float`` and numpy
     numbers as such, numpy arrays stacked, anything else in an object array; nested dicts
     recursively) and a boolean mask ``_key`` of the envs that have it, keys in the order
-    ``_add_info`` meets them. It is built column by column rather than env by env and key by key:
-    when every env reports the same keys (the usual step), the columns are one transpose; else
-    one pass over the items fills them, with their masks.
+    ``_add_info`` meets them. It is built in one pass over every env's items, each array made
+    once and filled in place; from 6 envs up, when every env reports the same keys (the usual
+    step), as one transpose of the values instead.
 
     Example:
         >>> infos = batch_infos([{"turn": 1, "feedback": "higher"}, {"turn": 2}], 2)
@@ -42,54 +42,65 @@ def batch_infos(per_env: Sequence[Mapping[str, Any] | None], num_envs: int) -> d
             batched[key] = _column_array(key, (value,), 1, value)
             batched[f"_{key}"] = all_true.copy()
         return batched
-    order = tuple(first)
-    if not order and not any(infos):
-        return batched
-    if sum(map(len, infos)) == num_envs * len(order):  # as many keys everywhere as env 0 has
-        try:  # and all of env 0's keys: then the same keys everywhere, and the columns are a transpose
-            if len(order) == 1:  # (an itemgetter of one key gives the value, not a tuple)
-                columns: Any = [tuple(map(itemgetter(order[0]), infos))]
-            else:  # each env's values in env 0's key order, whatever its own order
-                columns = zip(*list(map(itemgetter(*order), infos)), strict=True)
-        except KeyError:
-            pass
-        else:
-            for key, column in zip(order, columns, strict=False):
-                batched[key] = _column_array(key, column, num_envs, column[0])
-                batched[f"_{key}"] = all_true.copy()
-            return batched
-    # Some envs lack some keys: one pass over every env's items fills each key's column and mask,
-    # in the order `_add_info` meets the keys (env 0's, then each new one env by env).
-    columns = {}
-    masks: dict[str, list[bool]] = {}
+    if num_envs >= _TRANSPOSE_FROM:
+        order = tuple(first)
+        if order and sum(map(len, infos)) == num_envs * len(order):  # as many keys everywhere as env 0
+            try:  # and all of env 0's keys: the same keys everywhere, and the columns are a transpose
+                if len(order) == 1:  # (an itemgetter of one key gives the value, not a tuple)
+                    columns: Any = [tuple(map(itemgetter(order[0]), infos))]
+                else:  # each env's values in env 0's key order, whatever its own order
+                    columns = zip(*list(map(itemgetter(*order), infos)), strict=True)
+            except KeyError:
+                pass
+            else:
+                for key, column in zip(order, columns, strict=False):
+                    batched[key] = _column_array(key, column, num_envs, column[0])
+                    batched[f"_{key}"] = all_true.copy()
+                return batched
+    return _batch_items(infos, num_envs)
+
+
+_TRANSPOSE_FROM = 6
+"""From this many envs, uniform keys are batched as a transpose (below, item by item is faster)."""
+
+
+def _batch_items(infos: Sequence[Mapping[str, Any]], num_envs: int) -> dict[str, Any]:
+    """``_add_info``'s way, item by item, in one pass over every env: each key's array and mask
+    are made when an env first reports it (dtype from that value), then filled in place."""
+    batched: dict[str, Any] = {}
+    masks: dict[str, np.ndarray] = {}
+    nested: dict[str, list[Any]] = {}  # keys whose values are dicts: batched recursively at the end
     for i, info in enumerate(infos):
         for key, value in info.items():
-            column = columns.get(key)
-            if column is None:  # the first env with the key: its value sets the dtype, and the gaps
-                gap = 0 if type(value) in _NUMBERS and key != "final_obs" else None
-                column = columns[key] = [gap] * num_envs
-                masks[key] = [False] * num_envs
-            column[i] = value
+            array = batched.get(key)
+            if array is None:
+                kind = type(value)
+                if key == "final_obs":
+                    array = np.empty(num_envs, dtype=object)  # (None everywhere)
+                elif kind in _NUMBERS or isinstance(value, np.number):
+                    array = np.zeros(num_envs, dtype=kind)
+                elif isinstance(value, np.ndarray):
+                    array = np.zeros((num_envs, *value.shape), dtype=value.dtype)
+                elif isinstance(value, dict):
+                    array = nested[key] = [None] * num_envs
+                else:
+                    array = np.empty(num_envs, dtype=object)
+                batched[key] = array
+                batched[f"_{key}"] = masks[key] = np.zeros(num_envs, dtype=np.bool_)
+            array[i] = value
             masks[key][i] = True
-    for key, column in columns.items():
-        mask = masks[key]
-        if False in mask:
-            batched[key] = _column_array(key, column, num_envs, column[mask.index(True)], mask)
-            batched[f"_{key}"] = np.array(mask, dtype=np.bool_)
-        else:
-            batched[key] = _column_array(key, column, num_envs, column[0])
-            batched[f"_{key}"] = all_true.copy()
+    for key, column in nested.items():
+        if not all(isinstance(value, dict) for value in column if value is not None):
+            raise TypeError(f"info key {key!r} is a dict for some envs and not for others")
+        batched[key] = batch_infos(column, num_envs)
     return batched
 
 
 _NUMBERS = (int, float, bool)
 
 
-def _column_array(
-    key: str, column: Sequence[Any], num_envs: int, first: Any, mask: list[bool] | None = None
-) -> Any:
-    """One key's batched values: ``column`` has one value per env (gaps filled), ``first`` is the
-    first reported one, ``mask`` the envs that reported (``None``: all)."""
+def _column_array(key: str, column: Sequence[Any], num_envs: int, first: Any) -> Any:
+    """One key's batched values, ``column`` holding every env's (``first``: env 0's)."""
     kind = type(first)
     if key == "final_obs":  # always an object array, each observation one item
         return np.fromiter(column, dtype=object, count=num_envs)
@@ -101,15 +112,13 @@ def _column_array(
             return array
         return np.fromiter(column, dtype=object, count=num_envs)
     if isinstance(first, dict):
-        reported = column if mask is None else [v for v, here in zip(column, mask, strict=True) if here]
-        if not all(isinstance(value, dict) for value in reported):
+        if not all(isinstance(value, dict) for value in column):
             raise TypeError(f"info key {key!r} is a dict for some envs and not for others")
         return batch_infos(column, num_envs)
     if isinstance(first, (np.number, np.ndarray)):
         array = np.zeros((num_envs, *np.shape(first)), dtype=first.dtype)
         for i, value in enumerate(column):
-            if mask is None or mask[i]:
-                array[i] = value
+            array[i] = value
         return array
     return np.fromiter(column, dtype=object, count=num_envs)  # lists and other objects stay items
 

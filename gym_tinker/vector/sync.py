@@ -133,7 +133,8 @@ class TextVectorBase(gym.vector.VectorEnv):
         truncated = np.array(truncations, dtype=np.bool_)
         # New arrays every step, so no copies are needed: what `reset` later writes in place
         # (`_terminations`, `_truncations`) is never what a step returned.
-        self._autoreset_envs = terminated | truncated
+        if self.autoreset_mode != AutoresetMode.SAME_STEP:  # (same-step autoreset never reads it)
+            self._autoreset_envs = terminated | truncated
         rewards_array = np.array(rewards, dtype=np.float64)
         if self.info_format == "list":  # each env's own dict, as `DictInfoToList` would give it
             if finals:

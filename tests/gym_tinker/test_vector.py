@@ -187,10 +187,13 @@ def _info_lists(depth=0):
                 kinds[key] = None  # a nested dict
             else:
                 kinds[key] = data_draw(st.sampled_from(_KINDS))
-        num_envs = data_draw(st.integers(1, 5))
+        num_envs = data_draw(st.integers(1, 9))  # both sides of `_TRANSPOSE_FROM`
+        every_env = data_draw(st.booleans())  # the same keys everywhere (the batched transpose)
         infos = [{} for _ in range(num_envs)]
         for key, kind in kinds.items():
-            present = data_draw(st.lists(st.booleans(), min_size=num_envs, max_size=num_envs))
+            present = [True] * num_envs
+            if not every_env:
+                present = data_draw(st.lists(st.booleans(), min_size=num_envs, max_size=num_envs))
             if kind is None:
                 nested = data_draw(_info_lists(depth + 1).filter(lambda lists: len(lists) >= num_envs))
                 values = nested[:num_envs]
