@@ -10,10 +10,10 @@ is faster because:
 
 * the sub-envs are the registered classes themselves, not ``gym.make``'s wrapper stack (its
   env checker and order enforcement cost a third of a text env's step);
-* a step's infos are batched column by column (:func:`batch_infos`), instead of env by env
-  and key by key through ``VectorEnv._add_info``, which was a third of a vector step; or, with
-  ``info_format="list"``, returned as each env's own dict (what Gymnasium's ``DictInfoToList``
-  wrapper gives), which costs nothing to build;
+* a step's infos are batched in one pass (:func:`batch_infos`: each array made once and filled
+  in place, or one transpose), instead of a call of ``VectorEnv._add_info`` per env, which was
+  a third of a vector step; or, with ``info_format="list"``, returned as each env's own dict
+  (what Gymnasium's ``DictInfoToList`` wrapper gives), which costs nothing to build;
 * text observations are returned as they are: ``str`` is immutable, so a copy would change
   nothing (``copy=True`` still deep-copies observations of other spaces).
 
