@@ -55,7 +55,8 @@ def make_text_vec(
         num_envs: How many sub-envs.
         workers: ``0`` (default): a :class:`TextVectorEnv`, the sub-envs stepped in this process.
             ``k > 0``: a :class:`ProcessTextVectorEnv`, the sub-envs split over ``k`` worker
-            processes that step their share in parallel.
+            processes that step their share in parallel. Leave a core to the caller, which
+            sends the actions and batches the results: ``k`` at most the CPUs minus one.
         copy: As ``SyncVectorEnv``'s (free for text observations).
         autoreset_mode: ``"NextStep"`` (Gymnasium's default), ``"SameStep"`` or ``"Disabled"``.
         info_format: ``"dict"`` (Gymnasium's dict of arrays with ``_key`` masks), or ``"list"``:
