@@ -2,10 +2,11 @@
 
 Part 1 steps a Gymnasium vector env of ``tinker/GuessNumber-v0`` by hand: observations come as a
 tuple of strings, actions go in as a list of strings, and a binary search per slot reads
-``info["feedback"]``. It runs three ways: ``gym.make_vec(id, num_envs=N)`` (the env's vector
+``info["feedback"]``. It runs four ways: ``gym.make_vec(id, num_envs=N)`` (the env's vector
 entry point: our ``TextVectorEnv``, Gymnasium's sync API, in this process),
 ``gym.make_vec(id, num_envs=N, workers=2)`` (our ``ProcessTextVectorEnv``: the envs split over 2
-worker processes), and Gymnasium's own ``vectorization_mode="async"`` (one process per env). Part 2 hands a vector env to :func:`gym_tinker.rollout.rollout`, which runs
+worker processes), ``info_format="list"`` (each env's own info dict, what Gymnasium's
+``DictInfoToList`` gives) and Gymnasium's own ``vectorization_mode="async"`` (one process per env). Part 2 hands a vector env to :func:`gym_tinker.rollout.rollout`, which runs
 one episode per seed, asks the policy once per turn for every active conversation, and returns
 trajectories. The policy here is a plain function of the chat conversations; a model sampler
 (``executors.sampling.HFSampler``) plugs into the same place.
@@ -33,6 +34,7 @@ ENV_ID = "tinker/GuessNumber-v0"
 MODES: dict[str, dict[str, Any]] = {
     "default": {},  # the vector entry point, in this process
     "workers": {"workers": 2},  # the envs split over 2 worker processes
+    "list": {"info_format": "list"},  # each env's own info dict, in a list (as DictInfoToList)
     "async": {"vectorization_mode": "async"},  # Gymnasium's AsyncVectorEnv, a process per env
 }
 
@@ -48,7 +50,9 @@ def vector_loop(num_envs: int, mode: str, seed: int = 0) -> list[float]:
         guesses = [(lo + hi) // 2 for lo, hi in zip(low, high, strict=True)]
         _, rewards, terminated, truncated, infos = envs.step([f"<answer>{g}</answer>" for g in guesses])
         for i in range(num_envs):
-            feedback = infos["feedback"][i]
+            # Gymnasium's infos are a dict of arrays (None where an env did not report the key);
+            # info_format="list" gives each env's own dict.
+            feedback = infos[i].get("feedback") if isinstance(infos, list) else infos["feedback"][i]
             if feedback == "higher":
                 low[i] = guesses[i] + 1
             elif feedback == "lower":

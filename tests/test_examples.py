@@ -63,7 +63,7 @@ def _(out: str, tmp: Path) -> None:
 
 @check("vector_rollout.py")
 def _(out: str, tmp: Path) -> None:
-    for mode in ("default", "workers", "async  "):
+    for mode in ("default", "workers", "list   ", "async  "):
         match = re.search(rf"make_vec {mode}: 2 envs, first-episode returns \[(.*)\]", out)
         assert match is not None, out
         assert all(0 < float(r) <= 1 for r in match[1].split(","))  # binary search finds the number

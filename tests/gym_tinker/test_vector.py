@@ -77,10 +77,11 @@ def _reference(env_id, info_format, **kwargs):
     return DictInfoToList(reference) if info_format == "list" else reference
 
 
+@pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("info_format", ["dict", "list"])
-def test_reset_mask_and_disabled_autoreset_match_sync(info_format):
+def test_reset_mask_and_disabled_autoreset_match_sync(info_format, workers):
     kwargs = {"autoreset_mode": AutoresetMode.DISABLED}
-    ours = gym.make_vec(GUESS, num_envs=3, max_turns=2, info_format=info_format, **kwargs)
+    ours = gym.make_vec(GUESS, num_envs=3, max_turns=2, info_format=info_format, workers=workers, **kwargs)
     reference = _reference(GUESS, info_format, num_envs=3, vector_kwargs=kwargs, max_turns=2)
     actions = ("\\boxed{5}", "\\boxed{3}", "\\boxed{9}")
     try:
