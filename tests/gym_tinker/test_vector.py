@@ -218,6 +218,7 @@ def test_batch_infos_equals_gymnasium_add_info(infos):
     for i, info in enumerate(infos):
         expected = reference._add_info(expected, info, i)
     assert testing._same_batch(batch_infos(infos, len(infos)), expected)
+    assert testing._same_batch(batch_infos(infos, len(infos)), expected)  # again: a cached plan
 
 
 def test_batch_infos_refuses_a_key_that_is_a_dict_only_sometimes():
