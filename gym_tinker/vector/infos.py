@@ -86,9 +86,7 @@ def _batch_planned(infos: Sequence[Mapping[str, Any]], num_envs: int) -> dict[st
             column: list[Any] = [None] * num_envs
             for i in envs:
                 column[i] = infos[i][key]
-            if not all(isinstance(value, dict) for value in column if value is not None):
-                raise TypeError(f"info key {key!r} is a dict for some envs and not for others")
-            array: Any = batch_infos(column, num_envs)
+            array: Any = _batch_nested(key, column, num_envs)
         else:
             array = _empty_array(key, value, num_envs)
             for i in envs:
@@ -144,13 +142,18 @@ def _batch_items(infos: Sequence[Mapping[str, Any]], num_envs: int) -> dict[str,
             array[i] = value
             masks[key][i] = True
     for key, column in nested.items():
-        if not all(isinstance(value, dict) for value in column if value is not None):
-            raise TypeError(f"info key {key!r} is a dict for some envs and not for others")
-        batched[key] = batch_infos(column, num_envs)
+        batched[key] = _batch_nested(key, column, num_envs)
     return batched
 
 
 _NUMBERS = (int, float, bool)
+
+
+def _batch_nested(key: str, column: Sequence[Any], num_envs: int) -> dict[str, Any]:
+    """A key whose values are dicts, batched recursively (``None``: an env without the key)."""
+    if not all(isinstance(value, dict) for value in column if value is not None):
+        raise TypeError(f"info key {key!r} is a dict for some envs and not for others")
+    return batch_infos(column, num_envs)
 
 
 def _column_array(key: str, column: Sequence[Any], num_envs: int, first: Any) -> Any:
@@ -166,9 +169,7 @@ def _column_array(key: str, column: Sequence[Any], num_envs: int, first: Any) ->
             return array
         return np.fromiter(column, dtype=object, count=num_envs)
     if isinstance(first, dict):
-        if not all(isinstance(value, dict) for value in column):
-            raise TypeError(f"info key {key!r} is a dict for some envs and not for others")
-        return batch_infos(column, num_envs)
+        return _batch_nested(key, column, num_envs)
     if isinstance(first, (np.number, np.ndarray)):
         array = np.zeros((num_envs, *np.shape(first)), dtype=first.dtype)
         for i, value in enumerate(column):

@@ -36,8 +36,8 @@ class ProcessTextVectorEnv(TextVectorBase):
     one pipe round trip per worker and step, not one per env as in Gymnasium's
     ``AsyncVectorEnv`` (which gives every env its own process). Results equal
     :class:`TextVectorEnv`'s: same spaces, autoreset modes, ``reset_mask``, observations,
-    rewards, flags and info dicts (in either ``info_format``). ``step_async``/``step_wait`` split a step as Gymnasium's async
-    vector env does. Use it for envs whose steps take real time (sandboxed code, tools); for
+    rewards, flags and info dicts (in either ``info_format``). ``step_async``/``step_wait``
+    split a step as Gymnasium's async vector env does. Use it for envs whose steps take real time (sandboxed code, tools); for
     microsecond-fast envs the in-process :class:`TextVectorEnv` is faster.
 
     Example:
