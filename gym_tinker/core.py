@@ -7,6 +7,7 @@ from typing import Any, ClassVar, NoReturn, SupportsFloat
 import gymnasium as gym
 from gymnasium.error import ResetNeeded
 
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS, cap_action, check_max_action_chars
 from gym_tinker.spaces import TextSpace
 
 __all__ = ["StepResult", "TextEnv"]
@@ -27,6 +28,9 @@ class TextEnv(gym.Env[str, str]):
       episode ended;
     * counts turns and truncates at ``max_turns`` (``info["turn"]`` is the number of actions
       taken so far);
+    * reads at most ``max_action_chars`` characters of an action: a longer one is cut, the
+      observation starts with a note saying so and ``info["action_truncated"]`` is True (see
+      :mod:`gym_tinker.limits`);
     * puts the episode's ``system_prompt``, ``tools`` (OpenAI JSON schemas) and ``task_id`` into
       the reset ``info``. The answer never appears in ``info``.
 
@@ -34,6 +38,7 @@ class TextEnv(gym.Env[str, str]):
         max_turns: Actions per episode before truncation.
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the transcript) or ``"human"``
             (prints it).
+        max_action_chars: Characters of an action that are read (``None``: all of them).
 
     Example:
         >>> class Echo(TextEnv):
@@ -56,7 +61,13 @@ class TextEnv(gym.Env[str, str]):
     #: Default for ``max_turns``, the turn limit the env enforces itself (see ``gym_tinker.registration``).
     default_max_turns: ClassVar[int] = 1
 
-    def __init__(self, *, max_turns: int | None = None, render_mode: str | None = None):
+    def __init__(
+        self,
+        *,
+        max_turns: int | None = None,
+        render_mode: str | None = None,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
+    ):
         max_turns = self.default_max_turns if max_turns is None else max_turns
         if not isinstance(max_turns, int) or isinstance(max_turns, bool) or max_turns < 1:
             raise ValueError(f"Expected `max_turns` to be an int >= 1, got {max_turns!r}")
@@ -66,6 +77,7 @@ class TextEnv(gym.Env[str, str]):
             )
         self.max_turns = max_turns
         self.render_mode = render_mode
+        self.max_action_chars = check_max_action_chars(max_action_chars)
         self.observation_space = TextSpace()
         self.action_space = TextSpace()
         self.turn = 0
@@ -113,7 +125,11 @@ class TextEnv(gym.Env[str, str]):
         if self._done or not isinstance(action, str):
             self._reject(action)
         self.turn += 1
+        action, note = cap_action(action, self.max_action_chars)
         observation, reward, terminated, truncated, info = self._step(action)
+        if note:
+            observation = f"{note}\n{observation}"
+            info["action_truncated"] = True
         terminated = bool(terminated)
         truncated = bool(truncated) or (not terminated and self.turn >= self.max_turns)
         self._done = terminated or truncated

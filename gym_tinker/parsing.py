@@ -18,6 +18,7 @@ __all__ = [
     "extract_answer",
     "extract_boxed",
     "has_answer_tags",
+    "last_answer_or_box",
     "last_number",
     "parse_openai_tool_calls",
     "parse_tool_calls",
@@ -30,6 +31,8 @@ _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 # these, the agent meant a call, and it gets an error message rather than silence.
 _CALL_HINT = re.compile(r"""["'](?:name|arguments|parameters|tool_calls|function)["']\s*:""")
 _ARGUMENT_KEYS = ("arguments", "parameters")
+# Every key through which an untagged object can be a call (or look like an attempt at one).
+_CALL_KEYS = ("name", "arguments", "parameters", "tool_calls", "choices", "function")
 _SNIPPET = 120
 # At most this many error messages are returned (a flood of broken calls gets a summary line).
 MAX_ERRORS = 8
@@ -192,6 +195,11 @@ def _calls_from_value(value: Any, *, tagged: bool) -> tuple[list[ToolCall], list
     return None
 
 
+def _may_hold_call(span: str) -> bool:
+    """Whether an untagged JSON span could decode to a tool call (cheap substring tests)."""
+    return any(key in span for key in _CALL_KEYS) or "\\u" in span
+
+
 def _parse_block(text: str, *, tagged: bool) -> tuple[list[ToolCall], list[str]]:
     calls: list[ToolCall] = []
     errors: list[str] = []
@@ -199,6 +207,8 @@ def _parse_block(text: str, *, tagged: bool) -> tuple[list[ToolCall], list[str]]
     if tagged and not spans:
         return [], [f"Malformed tool call: no JSON object inside <tool_call>: {_snippet(text) or '(empty)'}"]
     for span, closed in spans:
+        if not tagged and not _may_hold_call(span):
+            continue  # prose or data: no key a call needs, so neither a call nor an error
         value, reason = _loads(span)
         if reason is not None:
             if tagged or _CALL_HINT.search(span):
@@ -337,8 +347,13 @@ _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER = re.compile(
     r"(?<![0-9A-Za-z_.)])-?(?:[0-9]+(?:,[0-9]{3}(?![0-9]))*(?:\.[0-9]+)?|\.[0-9]+)(?:/[0-9]+(?:\.[0-9]+)?)?"
 )
-# At most this many boxes are tried from the end (each try may scan to the end of the text).
+# At most this many boxes are tried from the end.
 _MAX_BOXES_TRIED = 20
+_BRACE = re.compile(r"[{}]")
+# The exact tags and the flat box of `last_answer_or_box` (no spaces inside the tags).
+_EXACT_OPEN = re.compile(r"<answer>", re.IGNORECASE)
+_EXACT_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
+_FLAT_BOX = re.compile(r"\\boxed\{([^{}]*)\}")
 
 
 def extract_boxed(text: str) -> str | None:
@@ -348,24 +363,59 @@ def extract_boxed(text: str) -> str | None:
         >>> extract_boxed(r"so \\boxed{\\frac{1}{2}}.")
         '\\\\frac{1}{2}'
     """
+    # A box that stays open to the end keeps every earlier box open past its start too, so each
+    # earlier try needs to scan only up to the start of the box tried before it: linear in all.
+    limit = len(text)
     for match in list(_BOXED.finditer(text))[-_MAX_BOXES_TRIED:][::-1]:
-        content = _balanced(text, match.end())
+        content = _balanced(text, match.end(), limit)
         if content is not None:
             return content
+        limit = match.start()
     return None
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """Text from ``start`` up to the ``}`` closing an already opened ``{``; ``None`` if unclosed."""
+def _balanced(text: str, start: int, limit: int | None = None) -> str | None:
+    """Text from ``start`` up to the ``}`` closing an already opened ``{`` before ``limit``; else ``None``."""
     depth = 1
-    for i in range(start, len(text)):
-        if text[i] == "{":
-            depth += 1
-        elif text[i] == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start:i]
+    for brace in _BRACE.finditer(text, start, len(text) if limit is None else limit):
+        depth += 1 if brace.group() == "{" else -1
+        if depth == 0:
+            return text[start : brace.start()]
     return None
+
+
+def last_answer_or_box(text: str) -> str | None:
+    """Content of the last ``<answer>...</answer>`` or flat ``\\boxed{...}``, in one linear pass.
+
+    The matches are those of ``re.finditer(r"<answer>(.*?)</answer>|\\\\boxed\\{([^{}]*)\\}", text)``
+    (tags in any case, a box without inner braces), found without that pattern's rescan from
+    every unclosed ``<answer>`` (quadratic on a flood of them). ``None`` when there is no match.
+
+    Example:
+        >>> last_answer_or_box("<answer>1</answer> then \\\\boxed{2}"), last_answer_or_box("<ANSWER>3</answer>")
+        ('2', '3')
+        >>> last_answer_or_box("<answer>" * 5 + "4</answer>"), last_answer_or_box("<answer>5") is None
+        ('<answer><answer><answer><answer>4', True)
+    """
+    last: str | None = None
+    pos, end = 0, len(text)
+    opener = _EXACT_OPEN.search(text)
+    box = _FLAT_BOX.search(text)
+    while pos < end:
+        if opener is not None and opener.start() < pos:
+            opener = _EXACT_OPEN.search(text, pos)
+        if box is not None and box.start() < pos:
+            box = _FLAT_BOX.search(text, pos)
+        if opener is not None and (box is None or opener.start() < box.start()):
+            close = _EXACT_CLOSE.search(text, opener.end())
+            if close is not None:
+                last, pos = text[opener.end() : close.start()], close.end()
+                continue
+            opener = None  # no closing tag after this one: none after any later one either
+        if box is None:
+            break
+        last, pos = box.group(1), box.end()
+    return last
 
 
 def last_number(text: str) -> str | None:

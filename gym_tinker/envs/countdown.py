@@ -42,6 +42,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from gym_tinker.core import StepResult, TextEnv
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from gym_tinker.parsing import extract_answer
 from gym_tinker.tasks import TaskDataset, check_difficulty
 from gym_tinker.tools.calculator import CalculatorError, evaluate_tree, format_number, parse_expression
@@ -235,6 +236,8 @@ class CountdownEnv(TextEnv):
             ``task_id``.
         max_turns: Actions per episode (default 1).
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer one is cut, with a
+            note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
         lenient: Without answer tags or a box, use the last expression in the message.
         partial_credit: Weight ``c`` in ``[0, 1)`` of the closeness reward for a valid miss.
 
@@ -257,9 +260,10 @@ class CountdownEnv(TextEnv):
         *,
         lenient: bool = True,
         partial_credit: float = 0.0,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
         self.difficulty = check_difficulty(difficulty)
-        super().__init__(max_turns=max_turns, render_mode=render_mode)
+        super().__init__(max_turns=max_turns, render_mode=render_mode, max_action_chars=max_action_chars)
         if (
             isinstance(partial_credit, bool)
             or not isinstance(partial_credit, (int, float))

@@ -40,6 +40,7 @@ import numpy as np
 
 from gym_tinker.answers import answers_match
 from gym_tinker.core import StepResult, TextEnv
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from gym_tinker.parsing import extract_answer, has_answer_tags
 from gym_tinker.tasks import TaskDataset, check_difficulty
 from gym_tinker.tools.calculator import format_number
@@ -235,6 +236,8 @@ class MathEnv(TextEnv):
             optional ``task_id`` (str).
         max_turns: Actions per episode (default 1: one answer).
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer one is cut, with a
+            note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
         lenient: Read the last number of the message when there are no answer tags or box.
         format_bonus: Shaping weight ``b`` in ``[0, 0.5)`` for using ``<answer>`` tags (see the
             module docstring); 0 turns it off.
@@ -262,9 +265,10 @@ class MathEnv(TextEnv):
         lenient: bool = True,
         format_bonus: float = 0.0,
         rel_tol: float = 1e-6,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
         self.difficulty = check_difficulty(difficulty)
-        super().__init__(max_turns=max_turns, render_mode=render_mode)
+        super().__init__(max_turns=max_turns, render_mode=render_mode, max_action_chars=max_action_chars)
         if (
             isinstance(format_bonus, bool)
             or not isinstance(format_bonus, (int, float))

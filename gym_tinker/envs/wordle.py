@@ -39,6 +39,8 @@ from typing import Any, ClassVar
 
 from gym_tinker.core import StepResult, TextEnv
 from gym_tinker.envs.wordle_words import COMMON_WORDS, EXTRA_GUESSES, RARE_WORDS
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
+from gym_tinker.parsing import last_answer_or_box
 from gym_tinker.tasks import TaskDataset, check_difficulty
 
 __all__ = ["ANSWER_POOLS", "VALID_GUESSES", "WordleEnv", "extract_guess", "oracle", "score_guess"]
@@ -55,7 +57,6 @@ ANSWER_POOLS: dict[str, tuple[str, ...]] = {
 VALID_GUESSES: frozenset[str] = frozenset(COMMON_WORDS + RARE_WORDS + EXTRA_GUESSES)
 """Every word accepted as a guess (lower case)."""
 
-_FINAL = re.compile(r"<answer>(.*?)</answer>|\\boxed\{([^{}]*)\}", re.IGNORECASE | re.DOTALL)
 _MARKED = re.compile(r"\b(?:guess|answer|word)\s*(?:is|:|=|-)\s*[\"'*`]*([A-Za-z]+)", re.IGNORECASE)
 # ASCII letters only: accented or non-Latin letters are never part of a valid guess.
 _TOKEN = re.compile(r"[A-Za-z]+")
@@ -106,11 +107,9 @@ def extract_guess(text: str, vocabulary: frozenset[str] = VALID_GUESSES) -> str 
         ('cranes', True)
     """
     if "nswer" in text or "NSWER" in text or "boxed" in text:
-        final = None
-        for final in _FINAL.finditer(text):  # noqa: B007 (the last match is wanted)
-            pass
+        final = last_answer_or_box(text)
         if final is not None:
-            text = final.group(1) if final.group(1) is not None else final.group(2)
+            text = final
     marked = None
     for marked in _MARKED.finditer(text):  # noqa: B007 (the last match is wanted)
         pass
@@ -149,6 +148,8 @@ class WordleEnv(TextEnv):
             added to the valid guesses).
         max_turns: Guesses per episode (default 6).
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer one is cut, with a
+            note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
         check_words: Reject guesses missing from the word list (default). With ``False``, any
             five ASCII letters are scored.
 
@@ -173,8 +174,10 @@ class WordleEnv(TextEnv):
         max_turns: int | None = None,
         render_mode: str | None = None,
         check_words: bool = True,
+        *,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
-        super().__init__(max_turns=max_turns, render_mode=render_mode)
+        super().__init__(max_turns=max_turns, render_mode=render_mode, max_action_chars=max_action_chars)
         self.difficulty = check_difficulty(difficulty)
         self.check_words = bool(check_words)
         self.vocabulary = VALID_GUESSES

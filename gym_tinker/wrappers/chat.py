@@ -10,6 +10,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.spaces import Space
 
+from gym_tinker.limits import action_as_read
 from gym_tinker.messages import ROLES, Message, assistant_message, system_message, tool_message, user_message
 from gym_tinker.spaces import TextSpace
 
@@ -128,7 +129,8 @@ class ChatHistory(gym.Wrapper[Any, str, Any, Any]):
     (followed, when the env has tools and ``tools_in_system_prompt``, by the tool schemas in the
     Hermes/Qwen form of :func:`tools_system_prompt`) and the env's first observation. Each
     ``step(action)`` appends the action as an ``assistant`` message, with its exact text (no
-    re-rendering of tool calls, so a policy's tokens match what it produced), then the env's
+    re-rendering of tool calls, so a policy's tokens match what it produced; an action longer
+    than the env's ``max_action_chars`` is kept as the env read it, cut), then the env's
     observation: ``tool`` messages if the env set ``info["observation_role"] == "tool"`` (one
     per entry of ``info["tool_results"]`` when the env lists its results there, each
     ``{"content", "name", "tool_call_id"}``; else one holding the observation, with
@@ -194,7 +196,7 @@ class ChatHistory(gym.Wrapper[Any, str, Any, Any]):
     def step(self, action: str) -> tuple[list[Message], SupportsFloat, bool, bool, dict[str, Any]]:
         """Step the env, then append the action and the env's reply to the conversation."""
         observation, reward, terminated, truncated, info = self.env.step(action)
-        self._messages.append(assistant_message(action))
+        self._messages.append(assistant_message(action_as_read(self.env, action)))
         if info.get(OBSERVATION_ROLE) == "tool":
             self._messages += _tool_messages(observation, info)
         elif observation:

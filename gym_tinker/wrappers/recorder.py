@@ -10,6 +10,8 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
+from gym_tinker.limits import action_as_read
+
 __all__ = ["EpisodeRecorder"]
 
 
@@ -30,7 +32,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
     A line holds ``env_id``, ``seed`` (as passed to ``reset``; ``None`` when not given),
     ``task_id`` and ``difficulty`` (from the reset info), ``initial_observation``, ``turns`` (a
     list of ``{"action", "observation", "reward", "terminated", "truncated"}``, plus ``"info"``
-    when ``include_info``), ``num_turns``, ``total_reward``, ``terminated`` and ``truncated``.
+    when ``include_info``; each action as the env read it, cut to its ``max_action_chars``), ``num_turns``, ``total_reward``, ``terminated`` and ``truncated``.
     The file is opened, appended to and closed once per episode, so each finished episode is on
     disk when ``step`` returns and the wrapper holds no open file (it pickles). An episode cut
     short by a new ``reset`` is not written.
@@ -102,7 +104,7 @@ class EpisodeRecorder(gym.Wrapper[Any, Any, Any, Any]):
         observation, reward, terminated, truncated, info = self.env.step(action)
         if self._episode is not None:
             turn: dict[str, Any] = {
-                "action": action,
+                "action": action_as_read(self.env, action),
                 "observation": observation,
                 "reward": float(reward),
                 "terminated": bool(terminated),

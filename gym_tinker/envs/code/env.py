@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 from gym_tinker.core import StepResult, TextEnv
 from gym_tinker.envs.code.tasks import CodeTask, generate_task
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from gym_tinker.tasks import TaskDataset, check_difficulty
 from gym_tinker.tools.function_tests import run_function_tests
 from gym_tinker.tools.sandbox import SandboxLimits
@@ -17,7 +18,8 @@ __all__ = ["CODE_LIMITS", "CodeEnv", "extract_code", "oracle"]
 CODE_LIMITS = SandboxLimits(wall_seconds=5.0, cpu_seconds=4, max_output_bytes=256 * 1024)
 """Default sandbox limits for running one solution against all its hidden tests."""
 
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+# The language word after an opening fence (the rest of that line is ignored).
+_FENCE_LANG = re.compile(r"[ \t]*([A-Za-z0-9_+-]*)")
 _SYSTEM_PROMPT = (
     "You are a careful Python programmer. Write the function the user asks for and reply with the "
     "complete function in one ```python code block. The function is tested by hidden unit tests "
@@ -35,7 +37,7 @@ def extract_code(text: str, entry_point: str | None = None) -> str:
         >>> extract_code("def f():\\n    return 2")
         'def f():\\n    return 2'
     """
-    blocks = [(lang.lower(), body) for lang, body in _FENCE.findall(text)]
+    blocks = [(lang.lower(), body) for lang, body in _fenced_blocks(text)]
     if not blocks:
         return text
     if entry_point is not None:
@@ -44,6 +46,29 @@ def extract_code(text: str, entry_point: str | None = None) -> str:
             return defining[-1]
     python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
     return (python or [body for _, body in blocks])[-1]
+
+
+def _fenced_blocks(text: str) -> list[tuple[str, str]]:
+    """``(language, body)`` of each fenced block, in order; a last unclosed block runs to the end.
+
+    A fence opens at a ```` ``` ```` followed later by a newline (the language is the first word
+    on that line) and closes at the next ```` ``` ````. One forward pass of ``str.find``: a
+    regex with a lazy body rescans the rest of the text from each of a flood of backticks.
+    """
+    blocks: list[tuple[str, str]] = []
+    pos = 0
+    while (start := text.find("```", pos)) >= 0:
+        newline = text.find("\n", start + 3)
+        if newline < 0:
+            break
+        lang = _FENCE_LANG.match(text, start + 3, newline)
+        close = text.find("```", newline + 1)
+        if close < 0:
+            blocks.append((lang.group(1) if lang else "", text[newline + 1 :]))
+            break
+        blocks.append((lang.group(1) if lang else "", text[newline + 1 : close]))
+        pos = close + 3
+    return blocks
 
 
 def _tests_from_row(index: int, raw: Any) -> tuple[tuple[tuple[Any, ...], Any], ...]:
@@ -93,6 +118,8 @@ class CodeEnv(TextEnv):
         dataset: Tasks to use instead of generated ones.
         max_turns: Must stay 1 (the default); kept for the shared constructor.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer one is cut, with a
+            note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
         limits: Sandbox limits for one run of all hidden tests.
         use_bwrap: Passed to the sandbox (``None``: use bubblewrap when installed).
 
@@ -120,8 +147,9 @@ class CodeEnv(TextEnv):
         render_mode: str | None = None,
         limits: SandboxLimits = CODE_LIMITS,
         use_bwrap: bool | None = None,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
-        super().__init__(max_turns=max_turns, render_mode=render_mode)
+        super().__init__(max_turns=max_turns, render_mode=render_mode, max_action_chars=max_action_chars)
         self.difficulty = check_difficulty(difficulty)
         if not isinstance(limits, SandboxLimits):
             raise TypeError(f"Expected `limits` to be a SandboxLimits, got {type(limits).__name__}")

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 from gym_tinker.answers import answers_match
 from gym_tinker.core import StepResult, TextEnv
 from gym_tinker.envs.tool_use.tasks import ToolUseTask, generate_task, make_task_id
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from gym_tinker.messages import ToolCall
 from gym_tinker.parsing import extract_answer, parse_tool_calls
 from gym_tinker.tasks import TaskDataset, check_difficulty
@@ -94,6 +95,8 @@ class ToolUseEnv(TextEnv):
             a sequence of dicts).
         max_turns: Messages per episode before truncation (default 8).
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer one is cut, with a
+            note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
         tool_call_bonus: Shaping reward per new successful tool call, in ``[0, 0.1]``.
         max_calls_per_turn: Most tool calls run from one message.
         python_limits: Sandbox limits of the ``python`` tool.
@@ -129,8 +132,9 @@ class ToolUseEnv(TextEnv):
         max_calls_per_turn: int = 4,
         python_limits: SandboxLimits = PYTHON_TOOL_LIMITS,
         use_bwrap: bool | None = None,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
-        super().__init__(max_turns=max_turns, render_mode=render_mode)
+        super().__init__(max_turns=max_turns, render_mode=render_mode, max_action_chars=max_action_chars)
         self.difficulty = check_difficulty(difficulty)
         if (
             isinstance(tool_call_bonus, bool)
