@@ -99,6 +99,10 @@ ADVERSARIAL_PATTERNS: tuple[AdversarialPattern, ...] = (
     AdversarialPattern("offer words", "offer: books=1 "),
     AdversarialPattern("mixed scripts", "é中٣²🙂\u202e\u200b "),
     AdversarialPattern("whitespace", " \n\t"),
+    AdversarialPattern("fractions in an answer", "\\frac{1}{2}+", prefix="<answer>", suffix="</answer>"),
+    AdversarialPattern("digit groups in an answer", "1,000", prefix="<answer>", suffix="</answer>"),
+    AdversarialPattern("words in an answer", "x = 5 apples ", prefix="<answer>", suffix="</answer>"),
+    AdversarialPattern("braces in a box", "{", prefix="\\boxed{", suffix="}"),
     AdversarialPattern("long calculator call", "(1+", prefix=_CALC, suffix='"}}</tool_call>'),
     AdversarialPattern("long python call", "x=1;", prefix=_PY, suffix='"}}</tool_call>'),
 )

@@ -10,7 +10,6 @@ functions), so ``gym.make_vec(..., vectorization_mode="sync" | "async")`` works 
 
 from __future__ import annotations
 
-import ctypes
 import multiprocessing as mp
 import os
 import shutil
@@ -179,19 +178,25 @@ class SharedStrings:
     def __init__(self, n: int, ctx: ModuleType | Any = mp, *, slot_bytes: int = 64 * 1024):
         self.n = n
         self.slot_bytes = slot_bytes
-        self._data = ctx.RawArray(ctypes.c_char, n * slot_bytes)
-        self._lengths = ctx.RawArray(ctypes.c_longlong, n)
+        self._data = ctx.RawArray("B", n * slot_bytes)
+        self._lengths = ctx.RawArray("q", n)
+        self._view = self._byte_view()
         self._overflow_dir = tempfile.mkdtemp(prefix="gym-tinker-obs-")
         # Only the creating process removes the folder (workers get pickled copies without this).
         self._cleanup = weakref.finalize(self, shutil.rmtree, self._overflow_dir, ignore_errors=True)
 
+    def _byte_view(self) -> memoryview:
+        # ctypes arrays export the format "<B", which memoryview slicing cannot assign to; "B" it can.
+        return memoryview(self._data).cast("B")
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["_cleanup"]
+        del state["_cleanup"], state["_view"]  # a memoryview does not pickle; workers make their own
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._view = self._byte_view()
 
     def _overflow_path(self, index: int) -> str:
         return os.path.join(self._overflow_dir, f"slot-{index}")
@@ -199,7 +204,8 @@ class SharedStrings:
     def write(self, index: int, value: str) -> None:
         data = value.encode("utf-8", "surrogatepass")
         if len(data) <= self.slot_bytes:
-            ctypes.memmove(ctypes.addressof(self._data) + index * self.slot_bytes, data, len(data))
+            start = index * self.slot_bytes
+            self._view[start : start + len(data)] = data
             self._lengths[index] = len(data)
             return
         tmp = self._overflow_path(index) + ".tmp"
@@ -214,11 +220,10 @@ class SharedStrings:
         index %= self.n
         length = self._lengths[index]
         if length >= 0:
-            data = ctypes.string_at(ctypes.addressof(self._data) + index * self.slot_bytes, length)
-        else:
-            with open(self._overflow_path(index), "rb") as f:
-                data = f.read()
-        return data.decode("utf-8", "surrogatepass")
+            start = index * self.slot_bytes
+            return str(self._view[start : start + length], "utf-8", "surrogatepass")  # no bytes copy
+        with open(self._overflow_path(index), "rb") as f:
+            return f.read().decode("utf-8", "surrogatepass")
 
     def snapshot(self) -> tuple[str, ...]:
         return tuple(self.read(i) for i in range(self.n))

@@ -37,6 +37,8 @@ import re
 from typing import Any, ClassVar
 
 from gym_tinker.core import StepResult, TextEnv
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
+from gym_tinker.parsing import last_answer_or_box
 from gym_tinker.tasks import TaskDataset, check_difficulty
 
 __all__ = ["DIFFICULTY_RANGES", "DIFFICULTY_TURNS", "GuessNumberEnv", "oracle", "parse_guess"]
@@ -51,7 +53,6 @@ DIFFICULTY_TURNS: dict[str, int] = {"easy": 10, "medium": 12, "hard": 16}
 # The greedy `.*` makes one left-anchored match find the *last* number without scanning every
 # number in the text (about 3x faster than `finditer` on chatty replies; this is the hot path).
 _LAST_NUMBER = re.compile(r".*(?<![0-9,.])((?:[0-9]{1,3}(?:,[0-9]{3})+|[0-9]+)(?:\.[0-9]+)?)", re.DOTALL)
-_FINAL = re.compile(r"<answer>(.*?)</answer>|\\boxed\{([^{}]*)\}", re.IGNORECASE | re.DOTALL)
 # Longer digit strings are far outside any range; capping avoids `int()` on megabytes of digits.
 _MAX_DIGITS = 18
 _HUGE = 10**_MAX_DIGITS
@@ -93,11 +94,9 @@ def parse_guess(text: str) -> int | None:
 def _parse_guess_general(text: str) -> int | None:
     """:func:`parse_guess` without its fast path (the reference the fast path is tested against)."""
     if "nswer" in text or "NSWER" in text or "boxed" in text:
-        final = None
-        for final in _FINAL.finditer(text):  # noqa: B007 (the last match is wanted)
-            pass
+        final = last_answer_or_box(text)
         if final is not None:
-            text = final.group(1) if final.group(1) is not None else final.group(2)
+            text = final
             # The usual content once narrowed: ASCII digits only, whose guess is the digits themselves.
             if text.isdigit() and text.isascii() and len(text) <= _MAX_DIGITS:
                 return int(text)
@@ -115,35 +114,9 @@ def _parse_guess_general(text: str) -> int | None:
     return -int(digits) if negative else int(digits)
 
 
-# Draws from one generator before `_bounded_draw` takes over: the first use of a generator's ctypes
-# interface builds it (about 3.5 us, three draws' worth), which a reset with a new seed every episode
-# (our rollouts) would pay each time.
-_DRAWS_BEFORE_FAST_PATH = 8
-
-
-def _bounded_draw(generator: Any, n: int) -> int:
-    """``int(generator.integers(n))``: the same number, and the same generator state after, 2.5x faster.
-
-    For ``1 < n < 2**32`` NumPy draws a bounded int64 with Lemire's method on the bit generator's
-    ``next_uint32`` (``buffered_bounded_lemire_uint32`` in NumPy's ``distributions.c``). Calling that
-    through the bit generator's ctypes interface skips ``Generator.integers``' argument handling,
-    about 0.7 us, the largest single cost of a reset. Unlike ``integers`` it does not take the bit
-    generator's lock (an env is not shared between threads). Tests compare it with ``integers`` for
-    every NumPy bit generator; other arguments (or objects) go through ``integers`` itself.
-    """
-    try:
-        interface = generator.bit_generator.ctypes
-    except AttributeError:  # not a numpy Generator
-        return int(generator.integers(n))
-    if not 1 < n < 0x100000000:  # n == 1 draws nothing; larger ranges use other algorithms
-        return int(generator.integers(n))
-    next_uint32, state = interface.next_uint32, interface.state_address
-    scaled = next_uint32(state) * n
-    if scaled & 0xFFFFFFFF < n:
-        threshold = (0x100000000 - n) % n  # rejection removes the bias, as NumPy does
-        while scaled & 0xFFFFFFFF < threshold:
-            scaled = next_uint32(state) * n
-    return scaled >> 32
+# Draws per `Generator.integers` call after a seed's first (see `GuessNumberEnv._draw_below`): a call
+# costs about 1 us, a draw handed out of a block about 0.1 us.
+_DRAW_BLOCK = 64
 
 
 @functools.lru_cache(maxsize=16384)  # every secret of every difficulty (11,100) fits
@@ -175,6 +148,8 @@ class GuessNumberEnv(TextEnv):
             the difficulty's range when missing).
         max_turns: Guesses per episode; default per difficulty (10, 12, 16).
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer one is cut, with a
+            note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
 
     Example:
         >>> env = GuessNumberEnv()
@@ -199,11 +174,14 @@ class GuessNumberEnv(TextEnv):
         dataset: Any = None,
         max_turns: int | None = None,
         render_mode: str | None = None,
+        *,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
         self.difficulty = check_difficulty(difficulty)
         super().__init__(
             max_turns=DIFFICULTY_TURNS[self.difficulty] if max_turns is None else max_turns,
             render_mode=render_mode,
+            max_action_chars=max_action_chars,
         )
         self.low, self.high = DIFFICULTY_RANGES[self.difficulty]
         self.dataset = None
@@ -214,8 +192,11 @@ class GuessNumberEnv(TextEnv):
             for index, row in enumerate(self.dataset.rows):
                 self._check_row(index, row)
         self.secret = self.low
-        self._drawing_from: Any = None  # the generator `_draw_below` last drew from, and how often
-        self._draws = 0
+        # `_draw_below`'s block: the generator and bound it was drawn with, and the draws not yet used
+        # (last first).
+        self._drawing_from: Any = None
+        self._drawing_below = 0
+        self._drawn: list[int] = []
 
     def _check_row(self, index: int, row: dict[str, Any]) -> None:
         default_low, default_high = DIFFICULTY_RANGES[self.difficulty]
@@ -254,14 +235,20 @@ class GuessNumberEnv(TextEnv):
         return _intro(low, high, self.max_turns), info
 
     def _draw_below(self, n: int) -> int:
-        """``int(self.np_random.integers(n))``; through :func:`_bounded_draw` once a seed has served a few."""
+        """The value ``int(self.np_random.integers(n))`` would give, from NumPy's public API only.
+
+        The first draw after seeding is one ``integers`` call, so a reset with a new seed each episode
+        draws only what it uses. Later draws come from a block, ``integers(n, size=_DRAW_BLOCK)``,
+        which holds the values as many single calls would give, in order (tests check it for every
+        NumPy bit generator); until the block is used up ``np_random`` is ahead of the secrets.
+        """
         generator = self.np_random
-        if generator is self._drawing_from:
-            self._draws += 1
-            if self._draws > _DRAWS_BEFORE_FAST_PATH:
-                return _bounded_draw(generator, n)
-        else:
-            self._drawing_from, self._draws = generator, 1
+        if generator is self._drawing_from and n == self._drawing_below:
+            if not self._drawn:
+                self._drawn = generator.integers(n, size=_DRAW_BLOCK).tolist()
+                self._drawn.reverse()
+            return self._drawn.pop()
+        self._drawing_from, self._drawing_below, self._drawn = generator, n, []
         return int(generator.integers(n))
 
     def _step(self, action: str) -> StepResult:
