@@ -2,6 +2,10 @@
 
 Models and adapters may be named as in ``gym-tinker models`` (``<run>/<step>``, ``<run>/final``,
 ``<run>``; see :mod:`executors.registry`): a client then picks one with ``model="<run>/<step>"``.
+
+With ``--api-key`` (or ``$GYM_TINKER_API_KEY``) clients must send ``Authorization: Bearer <key>``
+(the OpenAI client's ``api_key``). The server binds 127.0.0.1 by default; to reach it from other
+machines, put it behind a reverse proxy that terminates TLS, with a key.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from executors.server.guard import API_KEY_ENV, DEFAULT_MAX_REQUEST_BYTES
 
 __all__ = [
     "ServingPlan",
@@ -202,6 +208,8 @@ def build_app(
     max_batch_rows: int = 64,
     wait_ms: float = 5.0,
     default_max_tokens: int = 256,
+    api_key: str | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> Any:
     """Load ``model`` and ``adapters`` into an :class:`~executors.sampling.HFSampler` and wrap it in the server app.
 
@@ -214,6 +222,8 @@ def build_app(
         max_batch_rows: Most rows sampled in one batch.
         wait_ms: How long the batcher collects requests after the first one.
         default_max_tokens: ``max_tokens`` of chat requests that give none.
+        api_key: Bearer key clients must send, or None for none (see :func:`executors.server.create_app`).
+        max_request_bytes: Largest request body accepted; larger ones get 413.
 
     Example:
         >>> app = build_app("tiny-random")
@@ -236,6 +246,8 @@ def build_app(
         max_batch_rows=max_batch_rows,
         wait_ms=wait_ms,
         default_max_tokens=default_max_tokens,
+        api_key=api_key,
+        max_request_bytes=max_request_bytes,
     )
 
 
@@ -252,17 +264,22 @@ def serve(
     wait_ms: float = 5.0,
     log_level: str = "info",
     runs_dir: str | os.PathLike[str] | None = None,
+    api_key: str | None = None,
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES,
 ) -> None:
     """Serve ``model`` (and ``adapters``) over HTTP until interrupted. Blocks.
 
     ``adapters`` is ``{name: path}`` or a list of ``"NAME=PATH"`` strings (the CLI's form).
     ``model`` and the adapters may name runs' models (``<run>/<step>``), see :func:`plan_serving`.
+    ``api_key`` defaults to ``$GYM_TINKER_API_KEY`` when that is set and not empty.
     """
     import uvicorn
 
     plan = plan_serving(model, adapters, runs_dir=runs_dir, served_name=served_name)
     if not isinstance(port, int) or not 0 <= port < 65536:
         raise ValueError(f"Expected `port` in [0, 65535], got {port!r}")
+    if api_key is None:
+        api_key = os.environ.get(API_KEY_ENV) or None
     app = build_app(
         plan.model,
         plan.adapters,
@@ -271,6 +288,8 @@ def serve(
         served_name=plan.served_name,
         max_batch_rows=max_batch_rows,
         wait_ms=wait_ms,
+        api_key=api_key,
+        max_request_bytes=max_request_bytes,
     )
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
@@ -337,7 +356,13 @@ def serve_command(
             "--runs-dir", help="Where runs' models are looked up (default: $GYM_TINKER_RUNS, else ./runs)."
         ),
     ] = None,
-    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Interface to listen on. The default takes connections from this machine only; to serve "
+            "a network, set --api-key and put a TLS-terminating reverse proxy in front."
+        ),
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8000,
     device: Annotated[str, typer.Option(help="Torch device, e.g. cpu or cuda.")] = "cpu",
     dtype: Annotated[str | None, typer.Option(help="Torch dtype, e.g. float32 or bfloat16.")] = None,
@@ -347,6 +372,20 @@ def serve_command(
     ] = 5.0,
     max_batch_rows: Annotated[int, typer.Option(help="Most sequences sampled in one batch.")] = 64,
     threads: Annotated[int | None, typer.Option(help="Torch CPU threads (default: torch's choice).")] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar=API_KEY_ENV,
+            show_envvar=True,
+            help="Require `Authorization: Bearer <key>` on every request but /health (the OpenAI "
+            "client's api_key); others get 401.",
+            show_default=False,
+        ),
+    ] = None,
+    max_request_bytes: Annotated[
+        int, typer.Option(help="Largest request body in bytes; larger ones get 413 without being parsed.")
+    ] = DEFAULT_MAX_REQUEST_BYTES,
 ) -> None:
     """Serve a model and its LoRA adapters with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions).
 
@@ -365,8 +404,21 @@ def serve_command(
         import torch
 
         torch.set_num_threads(threads)
+    if api_key == "":
+        typer.echo(
+            "error: --api-key is empty; give a key, or leave the option out to serve without one", err=True
+        )
+        raise typer.Exit(2)
+    if max_request_bytes < 1:
+        typer.echo(f"error: expected --max-request-bytes >= 1, got {max_request_bytes}", err=True)
+        raise typer.Exit(2)
     names = ", ".join(f"{name} ({folder})" for name, folder in plan.adapters.items()) or "none"
     typer.echo(f"serving {plan.model} with adapters: {names}", err=True)
+    if api_key is None and host not in ("127.0.0.1", "localhost", "::1"):
+        typer.echo(
+            f"warning: serving on {host} without --api-key: anyone who can reach this port can use the models",
+            err=True,
+        )
     try:
         serve(
             plan.model,
@@ -378,6 +430,8 @@ def serve_command(
             served_name=plan.served_name,
             max_batch_rows=max_batch_rows,
             wait_ms=wait_ms,
+            api_key=api_key,
+            max_request_bytes=max_request_bytes,
         )
     except (ModelLoadError, AdapterError, ValueError) as err:
         typer.echo(f"error: {err}", err=True)

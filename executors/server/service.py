@@ -11,10 +11,10 @@ from typing import Any
 from executors.sampling.common import RowRequest, check_prompt_ids, row_seed
 from executors.server.batching import BatchingEngine
 from executors.server.responses import StreamText, chat_message, new_id, token_texts, usage
-from executors.server.schemas import APIError, ChatRequest, CompletionRequest
+from executors.server.schemas import APIError, ChatRequest, CompletionRequest, short_repr
 from gym_tinker.policy import Completion, SamplingParams
 
-__all__ = ["COMPLETIONS_DEFAULT_MAX_TOKENS", "Service", "sse", "validation_error"]
+__all__ = ["COMPLETIONS_DEFAULT_MAX_TOKENS", "Service", "sse"]
 
 # OpenAI's documented default for the legacy completions endpoint.
 COMPLETIONS_DEFAULT_MAX_TOKENS = 16
@@ -25,6 +25,8 @@ class Service:
 
     Each method turns a validated request into rows for the :class:`BatchingEngine`, or
     results into OpenAI response bodies; request errors are raised as :class:`APIError` (400).
+    :meth:`completion_prompts` and :meth:`chat_prompt` tokenize and may take a while on a long
+    prompt: the app calls them on a worker thread, off the event loop.
     """
 
     def __init__(
@@ -44,14 +46,25 @@ class Service:
         ]
         return {"object": "list", "data": data}
 
+    def model(self, name: str) -> dict[str, Any]:
+        """The model object of ``name`` (``GET /v1/models/{name}``); 404 ``model_not_found`` if not served."""
+        for entry in self.models()["data"]:
+            if entry["id"] == name:
+                return dict(entry)
+        raise self._unknown_model(name, 404)
+
     def adapter_for(self, name: str) -> str | None:
         if name == self.model_name:
             return None
         if name in self.sampler.adapters():
             return name
+        raise self._unknown_model(name, 400)
+
+    def _unknown_model(self, name: str, status: int) -> APIError:
         served = [self.model_name, *self.sampler.adapters()]
-        raise APIError(
-            f"The model {name!r} does not exist; this server serves {served}",
+        return APIError(
+            f"The model {short_repr(name)} does not exist; this server serves {short_repr(served)}",
+            status,
             param="model",
             code="model_not_found",
         )
@@ -103,30 +116,21 @@ class Service:
             raise APIError("The prompt is empty: give text or at least one token id", param="prompt")
         if isinstance(prompt[0], int):
             prompt = [prompt]  # type: ignore[list-item]
-        batch = [list(self.sampler.tokenizer(p)["input_ids"]) if isinstance(p, str) else p for p in prompt]
         try:
+            batch = [
+                list(self.sampler.tokenizer(p)["input_ids"]) if isinstance(p, str) else p for p in prompt
+            ]
             return check_prompt_ids(batch, vocab_size=self.sampler.vocab_size)
-        except (TypeError, ValueError) as err:
-            raise APIError(f"Invalid prompt: {err}", param="prompt") from err
+        except Exception as err:  # the tokenizer's errors are many types; all mean "bad prompt"
+            raise APIError(f"Invalid prompt: {err!s:.300}", param="prompt") from err
 
     def chat_prompt(self, req: ChatRequest) -> tuple[int, ...]:
-        for i, tool in enumerate(req.tools or ()):
-            function = tool.get("function")
-            if (
-                tool.get("type", "function") != "function"
-                or not isinstance(function, dict)
-                or not isinstance(function.get("name"), str)
-            ):
-                raise APIError(
-                    f"tools[{i}] must be {{'type': 'function', 'function': {{'name': ...}}}}, got {tool!r:.120}",
-                    param="tools",
-                )
         try:
             messages = [m.to_dict() for m in req.messages]
             ids = self.sampler.renderer.render(messages, tools=req.tools or None, add_generation_prompt=True)
         except Exception as err:  # template errors surface as many types; all mean "bad messages"
             raise APIError(
-                f"Could not render the messages with the chat template: {err}", param="messages"
+                f"Could not render the messages with the chat template: {err!s:.300}", param="messages"
             ) from err
         if not ids:
             raise APIError("The messages render to an empty prompt", param="messages")
@@ -266,25 +270,3 @@ def sse(payload: dict[str, Any]) -> str:
         'data: {"a": 1}\\n\\n'
     """
     return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
-
-
-def validation_error(errors: Sequence[Any]) -> APIError:
-    """The 400 error for pydantic's validation ``errors``, naming the first offending field.
-
-    Example:
-        >>> validation_error([{"type": "missing", "loc": ("body", "prompt"), "msg": "Field required"}]).message
-        "Invalid field 'prompt': Field required"
-    """
-    first: dict[str, Any] = dict(errors[0]) if errors else {"msg": "invalid request", "loc": ()}
-    if first.get("type") == "json_invalid":
-        return APIError(
-            f"The request body is not valid JSON: {first.get('ctx', {}).get('error', first.get('msg'))}"
-        )
-    loc = [str(part) for part in first.get("loc", ()) if part != "body"]
-    if not loc:
-        return APIError(f"The request body must be a JSON object: {first.get('msg')}")
-    field = loc[0]
-    where = ".".join(loc)
-    got = f", got {first['input']!r:.80}" if "input" in first and first.get("type") != "missing" else ""
-    message = str(first.get("msg", "")).removeprefix("Value error, ")
-    return APIError(f"Invalid field {where!r}: {message}{got}", param=field)
