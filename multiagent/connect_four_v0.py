@@ -17,6 +17,9 @@ Action
     the whole text) and the last number of the first part that has one is the column; only
     ASCII digits count. An unreadable answer, a column outside 1-7 or a full
     column costs a retry; after ``max_retries`` retries in one turn the next bad answer forfeits.
+    At most ``max_action_chars`` characters of an answer are read (default 32,768): a longer
+    action is cut, with a note in the observation (``None``: no cap); only the cut text is
+    parsed and kept. Parsing takes time linear in the answer's length.
 
 Rewards
     Win +1, loss -1, draw 0. A forfeit gives the offender ``forfeit_penalty`` (default -1) and
@@ -57,14 +60,16 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from multiagent.connect_four.board import COLUMNS, Board
 from multiagent.core import GameOver, TurnBasedTextGame, turn_based_env, turn_based_parallel_env
-from multiagent.parsing import candidates
+from multiagent.parsing import candidates, last_match
 
 __all__ = ["env", "max_cycles", "parallel_env", "raw_env"]
 
 #: Default ``max_cycles``: a full board is 21 cycles; the rest leaves room for retries.
 max_cycles = 100
 
-_NUMBER = re.compile(r"(?<![0-9])[0-9]{1,9}(?![0-9])")
+# A digit first, then "not after a digit": the regex engine skips to digits (same matches as a
+# leading lookbehind).
+_NUMBER = re.compile(r"[0-9](?<![0-9][0-9])[0-9]{0,8}(?![0-9])")
 _EXACT = {str(c): c for c in range(1, COLUMNS + 1)}
 _MARK = ("X", "O")
 _INDEX = {"player_0": 0, "player_1": 1}
@@ -79,6 +84,8 @@ class raw_env(TurnBasedTextGame[int]):
         max_cycles: Cycles (one turn per player) before truncation.
         steps_per_cycle: See :class:`~multiagent.core.TurnBasedTextGame`.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an answer that are read (default 32,768); a longer
+            action is cut, with a note in the observation (``None``: no cap).
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TurnBasedTextGame.metadata, "name": "connect_four_v0"}
@@ -99,7 +106,8 @@ class raw_env(TurnBasedTextGame[int]):
         column = _EXACT.get(text.strip())
         if column is None:
             column = next(
-                (int(found[-1]) for part in candidates(text) if (found := _NUMBER.findall(part))), None
+                (int(found.group()) for part in candidates(text) if (found := last_match(_NUMBER, part))),
+                None,
             )
             if column is None:
                 return None, "no column number found in it"

@@ -14,6 +14,7 @@ import numpy as np
 from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS, cap_action, check_max_action_chars
 from gym_tinker.spaces import TextObservation, TextSpace
 from multiagent.parsing import snippet
 from multiagent.wrappers import TextGameWrapper, turn_based_env, turn_based_parallel_env
@@ -54,10 +55,15 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
       turn, the next bad answer forfeits the game for ``forfeit_penalty``;
     * truncation after ``max_cycles`` cycles (a cycle is ``steps_per_cycle`` calls to
       ``step`` by live agents, by default one per agent; invalid attempts count);
+    * a size cap: at most ``max_action_chars`` characters of an action are read; a longer one
+      is cut (only the cut text is parsed and kept), the acting agent's next observation
+      starts with a note saying so and ``infos[agent]["action_truncated"]`` is True on that
+      step (see :mod:`gym_tinker.limits`);
     * lazy observations: :meth:`observe` renders text only when asked, and caches it until the
       next ``step``;
     * ``infos[agent]``: ``"legal_moves"`` (machine-readable, empty when it is not the agent's
-      turn), ``"retries_left"``, and ``"error"`` after a rejected answer;
+      turn), ``"retries_left"``, ``"error"`` after a rejected answer, and
+      ``"action_truncated"`` after a cut one;
     * PettingZoo bookkeeping: rewards, cumulative rewards, terminations, truncations, dead
       steps (``None`` actions), ``render`` in ``"ansi"`` and ``"human"`` modes.
 
@@ -67,8 +73,10 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
     * :meth:`_new_game`: set up a game from ``self.np_random`` and ``reset``'s ``options``;
       return the first agent to move.
     * :meth:`_legal_moves`: the legal moves of the agent to move, machine-readable.
-    * :meth:`_interpret`: turn an answer (any string) into a legal move, or explain why it is
-      not one; the base appends the explanation to that agent's next observation.
+    * :meth:`_interpret`: turn an answer (any string, at most ``max_action_chars`` long) into a
+      legal move, or explain why it is not one; the base appends the explanation to that
+      agent's next observation. It must take time linear in the answer's length
+      (:func:`multiagent.testing.check_game_linear_step` checks it).
     * :meth:`_apply_move`: play a legal move; return :class:`GameOver` when the game ends.
     * :meth:`_observation_text`: what one agent sees (board, whose turn, legal moves, last move).
     * :meth:`_board_text`: the board for ``render()`` (default: the first agent's view).
@@ -87,6 +95,8 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         steps_per_cycle: ``step`` calls per cycle; ``None`` means one per agent. The parallel
             view of a turn-based game uses 1, because there each parallel step is a cycle.
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the board) or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer action is cut, with
+            a note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`).
 
     Example:
         >>> class Race(TurnBasedTextGame[int]):
@@ -137,6 +147,7 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         max_cycles: int | None = None,
         steps_per_cycle: int | None = None,
         render_mode: str | None = None,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
         super().__init__()
         if len(self.players) < 1:
@@ -160,6 +171,7 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         self.max_cycles = max_cycles
         self.steps_per_cycle = steps_per_cycle
         self.render_mode = render_mode
+        self.max_action_chars = check_max_action_chars(max_action_chars)
         self.possible_agents = list(self.players)
         self._successor = dict(zip(self.players, self.players[1:] + self.players[:1], strict=True))
         self._observation_spaces = {a: TextSpace() for a in self.possible_agents}
@@ -173,6 +185,8 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         self._retries_used = 0
         # agent -> (the message shown in its observation, the bare reason for infos["error"])
         self._errors: dict[str, tuple[str, str]] = {}
+        # agent -> the note that its last action was cut, shown until it acts again
+        self._cut_notes: dict[str, str] = {}
         self._obs_cache: dict[str, TextObservation] = {}
 
     # --- to implement ---------------------------------------------------------------------
@@ -266,6 +280,7 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         self._step_limit = self.max_cycles * self.steps_per_cycle
         self._retries_used = 0
         self._errors = {}
+        self._cut_notes = {}
         self._skip_agent_selection = None
         self.agent_selection = first
         self._obs_cache = {}
@@ -288,6 +303,12 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         for a in self.rewards:
             self.rewards[a] = 0.0
         self.num_steps += 1
+        # Only the cut text is parsed or kept: a huge answer costs no more than a capped one.
+        action, note = cap_action(action, self.max_action_chars)
+        if note:
+            self._cut_notes[agent] = note
+        elif self._cut_notes:
+            self._cut_notes.pop(agent, None)
         move, error = self._interpret(agent, action)
         if move is None:
             self._reject(agent, action, error or "not a legal move")
@@ -308,6 +329,8 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         self._accumulate_rewards()
         self._obs_cache.clear()
         self._update_infos()
+        if note and agent in self.infos:
+            self.infos[agent]["action_truncated"] = True
         if self.render_mode == "human":
             self.render()
 
@@ -320,6 +343,9 @@ class TurnBasedTextGame(AECEnv[str, str, str | None], Generic[Move]):
         error = self._errors.get(agent)
         if error is not None and not self.game_over:
             text = f"{text}\n{error[0]}"
+        note = self._cut_notes.get(agent)
+        if note is not None:
+            text = f"{note}\n{text}"
         obs = self._obs_cache[agent] = TextObservation(text)
         return obs
 

@@ -20,6 +20,9 @@ Action
     the most explicit first (``<move>bet</move>``, ``\\boxed{}``, ``[bet]``, then the whole text). ``pass`` means check, or fold when facing a bet; ``raise``
     means bet. Anything else, or an illegal word (``call`` with no bet to call), costs a retry;
     after ``max_retries`` retries in one turn the next bad answer forfeits.
+    At most ``max_action_chars`` characters of an answer are read (default 32,768): a longer
+    action is cut, with a note in the observation (``None``: no cap); only the cut text is
+    parsed and kept. Parsing takes time linear in the answer's length.
 
 Rewards
     Net chips: +1/-1 for a fold or a showdown after checks, +2/-2 for a called bet (zero-sum).
@@ -85,6 +88,8 @@ class raw_env(TurnBasedTextGame[str]):
         max_cycles: Cycles (one turn per player) before truncation.
         steps_per_cycle: See :class:`~multiagent.core.TurnBasedTextGame`.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an answer that are read (default 32,768); a longer
+            action is cut, with a note in the observation (``None``: no cap).
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TurnBasedTextGame.metadata, "name": "kuhn_poker_v0"}

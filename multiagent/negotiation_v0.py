@@ -32,6 +32,9 @@ Action
     rest of the reply; words inside ``<message>`` never count as a move. Asking for more items
     than the pool has, accepting or rejecting with nothing on the table, or a reply with no
     move costs a retry; after ``max_retries`` retries in one turn the next bad answer forfeits.
+    At most ``max_action_chars`` characters of an answer are read (default 32,768): a longer
+    action is cut, with a note in the observation (``None``: no cap); only the cut text is
+    parsed and kept. Parsing takes time linear in the answer's length.
 
 Rewards
     A deal gives each player the worth of its share at its own values, divided by the worth of
@@ -61,6 +64,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from pettingzoo import AECEnv, ParallelEnv
 
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from multiagent.core import GameOver, TurnBasedTextGame, turn_based_env, turn_based_parallel_env
 from multiagent.negotiation.logic import (
     ITEMS,
@@ -102,6 +106,9 @@ class raw_env(TurnBasedTextGame[Reply]):
         normalize: Divide deal rewards by the pool's worth to each player.
         history_window: Most recent turns listed in an observation.
         max_message_chars: Longest message passed on (longer ones are cut).
+        max_action_chars: Characters of a reply that are read (default 32,768); a longer
+            action is cut, with a note in the observation (``None``: no cap). Messages passed
+            on come from the cut text only, and are cut again to ``max_message_chars``.
         **kwargs: ``max_retries``, ``forfeit_penalty``, ``max_cycles``, ``steps_per_cycle``,
             ``render_mode`` (see :class:`~multiagent.core.TurnBasedTextGame`).
 
@@ -124,9 +131,10 @@ class raw_env(TurnBasedTextGame[Reply]):
         normalize: bool = True,
         history_window: int = 6,
         max_message_chars: int = 300,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
         **kwargs: Any,
     ):
-        super().__init__(**kwargs)
+        super().__init__(max_action_chars=max_action_chars, **kwargs)
         self.max_turns = _positive_int("max_turns", max_turns)
         self.max_count = _positive_int("max_count", max_count)
         self.max_value = _positive_int("max_value", max_value)

@@ -10,9 +10,10 @@ Rules
 Cheap talk
     An answer may carry a message: the content of ``<message>...</message>``, or without that
     tag the rest of the answer (minus a ``<move>`` tag; nothing when the answer is only a
-    move). Messages are cut to ``max_message_chars`` (default 300) and shown to the other
-    player with the moves once the round is resolved, i.e. in its next observation. Words
-    inside a ``<message>`` tag never count as the move.
+    move), read from the answer as cut to ``max_action_chars``. Messages are cut to
+    ``max_message_chars`` (default 300) and shown to the other player with the moves once the
+    round is resolved, i.e. in its next observation. Words inside a ``<message>`` tag never
+    count as the move.
 
 Observation
     A :class:`~gym_tinker.spaces.TextObservation` (a ``str``): the rules and payoffs, the round,
@@ -29,6 +30,9 @@ Action
     ``betray``; when several are named, the last counts. An answer naming no move costs a retry
     (``max_retries``, default 2 per round); a player whose move is in waits, locked, until the
     other's is. A player out of retries forfeits the round, not the game.
+    At most ``max_action_chars`` characters of an answer are read (default 32,768): a longer
+    action is cut, with a note in the observation (``None``: no cap); only the cut text is
+    parsed and kept. Parsing takes time linear in the answer's length.
 
 Rewards
     Each round's payoff, on the step that resolves it. A forfeited round gives the offender
@@ -44,7 +48,9 @@ API
 Arguments
     ``rounds=10, payoffs=None`` (a ``PayoffMatrix`` or a dict with keys ``temptation``,
     ``reward``, ``punishment``, ``sucker``), ``max_message_chars=300, max_cycles=None,
-    max_retries=2, forfeit_penalty=-1.0, history_window=10, render_mode=None``.
+    max_retries=2, forfeit_penalty=-1.0, history_window=10, render_mode=None,
+    max_action_chars=32768`` (a longer action is cut, with a note in the observation; None: no
+    cap).
 
 Versions
     * v0: first version.

@@ -21,7 +21,9 @@ Action
     word (``"Not rock again; I'll go with paper."`` plays paper). An answer naming no move
     costs a retry (``max_retries``, default 2 per round) and the player answers again; a player
     whose move is in waits, locked, until the other's is. A player out of retries forfeits the
-    round, not the game.
+    round, not the game. At most ``max_action_chars`` characters of an answer are read
+    (default 32,768): a longer action is cut, with a note in the observation (``None``: no
+    cap); only the cut text is parsed and kept. Parsing takes time linear in the answer's length.
 
 Rewards
     Per round: win ``+1``, draw ``0``, loss ``-1`` (``win``/``draw``/``loss``), on the step that
@@ -37,7 +39,8 @@ API
 
 Arguments
     ``rounds=10, win=1.0, draw=0.0, loss=-1.0, max_cycles=None, max_retries=2,
-    forfeit_penalty=-1.0, history_window=10, render_mode=None``.
+    forfeit_penalty=-1.0, history_window=10, render_mode=None, max_action_chars=32768`` (a
+    longer action is cut, with a note in the observation; None: no cap).
 
 Versions
     * v0: first version.

@@ -5,6 +5,8 @@ Runs PettingZoo's own tests (``api_test``, ``seed_test``, ``render_test``,
 whole games in the parallel API (PettingZoo's ``parallel_seed_test`` stops after one step) and
 across resets of one env, exact truncation at ``max_cycles``, and fuzzing with arbitrary
 unicode answers (no exception may escape for any string).
+:func:`check_game_linear_step` checks that a game's step takes time linear in the action's
+length on adversarial answers of growing size (floods of tags, brackets, digits...).
 
 PettingZoo's tests emit advisory warnings that do not apply to text games (observations are not
 numpy arrays, spaces are not ``Box``/``Discrete``); those are collected in the report. Any other
@@ -28,7 +30,9 @@ from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render_test, seed_test
 from pettingzoo.utils.conversions import aec_to_parallel
 
-__all__ = ["ADVISORY_WARNINGS", "GameCheckReport", "check_game"]
+from gym_tinker.adversarial import check_linear_time
+
+__all__ = ["ADVISORY_WARNINGS", "GameCheckReport", "check_game", "check_game_linear_step"]
 
 #: Warnings from PettingZoo's tests that are expected for text games (matched by prefix).
 ADVISORY_WARNINGS = (
@@ -304,3 +308,59 @@ def _fuzz(env_fn: Callable[..., AECEnv], examples: int) -> None:
             assert set(env.agents) <= set(env.possible_agents)
 
     play()
+
+
+def check_game_linear_step(
+    env_fn: Callable[..., AECEnv | ParallelEnv], *, seed: int = 0, **kwargs: Any
+) -> dict[str, tuple[float, float]]:
+    """Check that a game's step takes time linear in the length of the answers it is given.
+
+    :func:`gym_tinker.adversarial.check_linear_time` on a fresh game each time, made with
+    ``env_fn(max_action_chars=None)`` (so the parsers see the whole answer) and reset with
+    ``seed``. ``env_fn`` may build either form of a game:
+
+    * an AEC env: one cycle is timed, each live agent answering in turn with the same text
+      (so the AEC form of a parallel game, which reads the answers once all are in, is timed
+      too);
+    * a parallel env: one ``step`` in which every live agent sends the text.
+
+    ``kwargs`` go to :func:`~gym_tinker.adversarial.check_linear_time` (``patterns``, ``size``,
+    ``factor``, ``label``...).
+
+    Returns:
+        ``{pattern name: (seconds at size, seconds at size * factor)}``.
+
+    Raises:
+        AssertionError: naming every pattern on which the step grew faster than linearly.
+
+    Example:
+        >>> from multiagent import tictactoe_v0
+        >>> times = check_game_linear_step(tictactoe_v0.env, size=256, factor=4)
+        >>> "move tags" in times
+        True
+        >>> _ = check_game_linear_step(tictactoe_v0.parallel_env, size=256, factor=4)
+    """
+
+    def prepare() -> Callable[[str], Any]:
+        env = env_fn(max_action_chars=None)
+        env.reset(seed=seed)
+        if isinstance(env, AECEnv):
+            aec = env
+            turns = len(aec.possible_agents)
+
+            def cycle(action: str) -> None:
+                for _ in range(turns):
+                    agent = aec.agent_selection if aec.agents else None
+                    if agent is None or aec.terminations[agent] or aec.truncations[agent]:
+                        return
+                    aec.step(action)
+
+            return cycle
+        return lambda action: env.step({agent: action for agent in env.agents})
+
+    probe = env_fn(max_action_chars=None)
+    name = probe.metadata.get("name", type(probe).__name__)
+    form = "AEC" if isinstance(probe, AECEnv) else "parallel"
+    probe.close()
+    kwargs.setdefault("label", f"{name} ({form}) step")
+    return check_linear_time(prepare, **kwargs)

@@ -20,6 +20,9 @@ Action
     number not glued to a letter (``"d4"`` is neither). Only
     ASCII digits count. An unreadable answer or a taken square costs a retry; after
     ``max_retries`` retries in one turn (default 2) the next bad answer forfeits.
+    At most ``max_action_chars`` characters of an answer are read (default 32,768): a longer
+    action is cut, with a note in the observation (``None``: no cap); only the cut text is
+    parsed and kept. Parsing takes time linear in the answer's length.
 
 Rewards
     Win +1, loss -1, draw 0. A forfeit gives the offender ``forfeit_penalty`` (default -1) and
@@ -60,7 +63,7 @@ from typing import Any, ClassVar
 from pettingzoo import AECEnv, ParallelEnv
 
 from multiagent.core import GameOver, TurnBasedTextGame, turn_based_env, turn_based_parallel_env
-from multiagent.parsing import candidates
+from multiagent.parsing import candidates, last_match
 from multiagent.tictactoe.board import EMPTY, Board, square_of
 
 __all__ = ["env", "max_cycles", "parallel_env", "raw_env"]
@@ -68,9 +71,11 @@ __all__ = ["env", "max_cycles", "parallel_env", "raw_env"]
 #: Default ``max_cycles``: far more than a game needs, so only endless retries reach it.
 max_cycles = 100
 
-_COORD = re.compile(r"(?<![A-Za-z0-9])([abcABC])\s?([1-3])(?![0-9])")
+# Each starts with the character it needs and then looks behind it ("not after a letter or a
+# digit"), so the regex engine skips to candidates instead of trying every position.
+_COORD = re.compile(r"([abcABC])(?<![A-Za-z0-9][abcABC])\s?([1-3])(?![0-9])")
 # A digit glued to a letter ("d4", "x3") is a bad coordinate or a word, not a square number.
-_NUMBER = re.compile(r"(?<![A-Za-z0-9])[0-9]{1,9}(?![0-9])")
+_NUMBER = re.compile(r"[0-9](?<![A-Za-z0-9][0-9])[0-9]{0,8}(?![0-9])")
 # Exact answers skip the regexes (the common case for bots and well-behaved models).
 _EXACT: dict[str, int] = {str(i): i for i in range(1, 10)}
 _EXACT.update({f"{c}{r}": square_of(c, r) for c in "abcABC" for r in (1, 2, 3)})
@@ -82,13 +87,13 @@ _HOW = "Answer with a square number 1-9, or a coordinate such as b2 (columns a-c
 def _read_square(text: str) -> int | None:
     """The square named in the first candidate part that names one: a coordinate, else a number."""
     for part in candidates(text):
-        coords = _COORD.findall(part)
-        if coords:
-            column, row = coords[-1]
+        coord = last_match(_COORD, part)
+        if coord is not None:
+            column, row = coord.groups()
             return square_of(column, int(row))
-        numbers = _NUMBER.findall(part)
-        if numbers:
-            return int(numbers[-1])
+        number = last_match(_NUMBER, part)
+        if number is not None:
+            return int(number.group())
     return None
 
 
@@ -101,6 +106,8 @@ class raw_env(TurnBasedTextGame[int]):
         max_cycles: Cycles (one turn per player) before truncation.
         steps_per_cycle: See :class:`~multiagent.core.TurnBasedTextGame`.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        max_action_chars: Characters of an answer that are read (default 32,768); a longer
+            action is cut, with a note in the observation (``None``: no cap).
     """
 
     metadata: ClassVar[dict[str, Any]] = {**TurnBasedTextGame.metadata, "name": "tictactoe_v0"}

@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from multiagent.parsing import keyword_pattern, last_keyword, tag_pattern
+from multiagent.parsing import TagMatch, clip_message, keyword_pattern, last_keyword, last_match, tag_pattern
 
 __all__ = [
     "ITEMS",
@@ -35,7 +35,8 @@ _MAX_DIGITS = 9
 _OFFER_TAG = tag_pattern("offer")
 _MESSAGE_TAG = tag_pattern("message")
 _MOVE_TAG = tag_pattern("move")
-_PROPOSE = re.compile(r"(?:propose|proposal|offer)\s*[:=]", re.IGNORECASE | re.ASCII)
+# The lookahead only makes the scan cheaper (most positions fail at once); same matches.
+_PROPOSE = re.compile(r"(?=[pPoO])(?:propose|proposal|offer)\s*[:=]", re.IGNORECASE | re.ASCII)
 _COUNT = re.compile(r"\b(books?|hats?|balls?)\b\s*[:=]\s*\"?([0-9]{1,9})(?![0-9])", re.IGNORECASE | re.ASCII)
 _COUNT_BEFORE = re.compile(r"(?<![0-9])([0-9]{1,9})\s+(books?|hats?|balls?)\b", re.IGNORECASE | re.ASCII)
 _JSON = re.compile(r"\{[^{}]{0,400}\}")
@@ -47,7 +48,6 @@ _DECISIONS = {
     "walk": "walk",
 }
 _DECISION = keyword_pattern(_DECISIONS)
-_SPACES = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -142,15 +142,15 @@ def parse_reply(text: str, counts: Sequence[int], max_message_chars: int = 300) 
         >>> parse_reply("propose: books=7", (3, 2, 1)).error
         'you asked for 7 books but the pool has 3'
     """
-    found = _MESSAGE_TAG.findall(text) if "<" in text else []
-    body = _MESSAGE_TAG.sub(" ", text) if found else text
-    message = found[-1] if found else _message_outside_tags(body)
-    message = _SPACES.sub(" ", message).strip()
-    if len(message) > max_message_chars:
-        message = message[: max(max_message_chars - 1, 0)] + "…"
-    share, error = _find_share(body, counts)
+    # Each tag is looked for once, in one pass (see multiagent.parsing.TagPattern).
+    messages = list(_MESSAGE_TAG.finditer(text))
+    body = _cut_out(text, messages)
+    offers = list(_OFFER_TAG.finditer(body))
+    share, error = _find_share(body, counts, offers[-1].content if offers else None)
     if error:
         return Reply(None, error=error)
+    said = messages[-1].content if messages else _MOVE_TAG.sub(" ", _cut_out(body, offers))
+    message = clip_message(said, max_message_chars)
     if share is not None:
         return Reply("propose", share, message)
     word = last_keyword(_DECISION, body)
@@ -164,23 +164,34 @@ def parse_reply(text: str, counts: Sequence[int], max_message_chars: int = 300) 
     return Reply(kind, None, message)  # type: ignore[arg-type]
 
 
-def _message_outside_tags(body: str) -> str:
-    without = _OFFER_TAG.sub(" ", body) if "<" in body else body
-    return _MOVE_TAG.sub(" ", without) if "<" in without else without
+def _cut_out(text: str, tags: list[TagMatch]) -> str:
+    """``text`` with each of ``tags`` (found in it) replaced by a space."""
+    if not tags:
+        return text
+    pieces = [text[: tags[0].start]]
+    for tag, after in zip(tags, [*tags[1:], None], strict=True):
+        pieces += (" ", text[tag.end : after.start if after is not None else len(text)])
+    return "".join(pieces)
 
 
-def _find_share(body: str, counts: Sequence[int]) -> tuple[tuple[int, ...] | None, str]:
-    """The proposed share in ``body`` (or None), or an error for a proposal that is not valid."""
-    candidates = []
-    if "<" in body:
-        candidates += [(m.start(), m.group(1)) for m in _OFFER_TAG.finditer(body)]
-    if not candidates:
-        candidates += [(m.end(), body[m.end() : m.end() + 200]) for m in _PROPOSE.finditer(body)]
-        if "{" in body:
-            candidates += [(m.start(), m.group(0)) for m in _JSON.finditer(body)]
-    if not candidates:
-        return None, ""
-    _, part = max(candidates, key=lambda c: c[0])
+def _find_share(body: str, counts: Sequence[int], offer: str | None) -> tuple[tuple[int, ...] | None, str]:
+    """The proposed share in ``body`` (or None), or an error for a proposal that is not valid.
+
+    ``offer`` is the content of the last ``<offer>`` tag in ``body``, which is the proposal if
+    there is one.
+    """
+    part = offer
+    if part is None:
+        # Else the later of the last "propose:" (the 200 characters after it) and the last JSON
+        # object; "propose:" wins a tie ("offer:{...}").
+        said = last_match(_PROPOSE, body)  # both kinds of match never overlap: last_match applies
+        data = last_match(_JSON, body) if "{" in body else None
+        if said is not None and (data is None or said.end() >= data.start()):
+            part = body[said.end() : said.end() + 200]
+        elif data is not None:
+            part = data.group(0)
+        else:
+            return None, ""
     amounts = _json_amounts(part)
     if amounts is None:
         amounts = {}

@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from multiagent.parsing import focus, keyword_pattern, last_keyword
+from multiagent.parsing import candidates, keyword_pattern, last_keyword
 
 __all__ = ["ParsedMove", "choice_pattern", "parse_choice"]
 
@@ -51,12 +51,18 @@ def parse_choice(text: str, aliases: Mapping[str, str], pattern: re.Pattern[str]
         >>> parse_choice("pass", aliases, pattern).error
         'no move found in it; expected one of paper, rock'
     """
-    part = focus(text)
-    whole = part.strip(_STRIP).lower()
-    move = aliases.get(whole)
+    parts = candidates(text)
+    part = parts[0]
+    whole = part.strip(_STRIP)
+    # Lower-casing never shortens a string, so a long part is no spelling: skip copying it.
+    move = aliases.get(whole.lower()) if len(whole) <= max(map(len, aliases), default=0) else None
     if move is not None:
         return ParsedMove(move)
-    word = last_keyword(pattern, part)
+    if len(parts) > 1:
+        word = last_keyword(pattern, part)
+    else:  # the whole text holds no tag, box or brackets: what last_keyword finds, without looking again
+        found = pattern.findall(part)
+        word = " ".join(found[-1].lower().split()) if found else None
     move = aliases.get(word) if word is not None else None
     if move is not None:
         return ParsedMove(move)

@@ -14,6 +14,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import parallel_to_aec, wrappers
 
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS, cap_action, check_max_action_chars
 from gym_tinker.spaces import TextObservation, TextSpace
 from multiagent.parallel_core.choice import ParsedMove, choice_pattern, parse_choice
 from multiagent.parsing import snippet
@@ -61,6 +62,10 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
         forfeit_penalty: A forfeiting player's reward for the round.
         history_window: Most recent rounds listed in an observation.
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the game so far) or ``"human"``.
+        max_action_chars: Characters of an action that are read; a longer action is cut, with
+            a note in the observation (``None``: no cap; see :mod:`gym_tinker.limits`). Only
+            the cut text is parsed and kept; ``infos[agent]["action_truncated"]`` is True on
+            the step that cut it.
 
     Example:
         >>> class Pennies(IteratedTextGame):
@@ -104,6 +109,7 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
         forfeit_penalty: float = -1.0,
         history_window: int = 10,
         render_mode: str | None = None,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
     ):
         rounds = self.default_rounds if rounds is None else rounds
         _check_int("rounds", rounds, 1)
@@ -125,6 +131,7 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
         self.forfeit_penalty = float(forfeit_penalty)
         self.history_window = history_window
         self.render_mode = render_mode
+        self.max_action_chars = check_max_action_chars(max_action_chars)
         self.possible_agents = ["player_0", "player_1"]
         self.agents: list[str] = []
         self._observation_spaces = {agent: TextSpace() for agent in self.possible_agents}
@@ -187,6 +194,8 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
         self._retries_used = dict.fromkeys(self.agents, 0)
         # agent -> (the message for its observation, the bare reason for infos["error"])
         self._errors: dict[str, tuple[str, str]] = {}
+        # agent -> the note that its action this step was cut
+        self._cut_notes: dict[str, str] = {}
         self._lines: dict[str, list[str]] = {agent: [] for agent in self.agents}
         self._views: dict[str, tuple[_Pair, ...]] = {agent: () for agent in self.agents}
         self.reset_game(self.np_random)
@@ -218,13 +227,18 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
                 )
         self.cycles += 1
         self._errors = {}
+        self._cut_notes = {}
         for agent in waiting:
-            parsed, message = self.parse_action(agent, actions[agent])
+            # Only the cut text is parsed or kept: a huge answer costs no more than a capped one.
+            text, note = cap_action(actions[agent], self.max_action_chars)
+            if note:
+                self._cut_notes[agent] = note
+            parsed, message = self.parse_action(agent, text)
             if parsed.move is not None:
                 self._locked[agent] = (parsed.move, message)
                 continue
             self._retries_used[agent] += 1
-            said = f"Your answer {snippet(actions[agent])} was not accepted: {parsed.error}."
+            said = f"Your answer {snippet(text)} was not accepted: {parsed.error}."
             if self.max_retries is not None and self._retries_used[agent] > self.max_retries:
                 self._locked[agent] = (None, "")
                 self._errors[agent] = (f"{said} Out of retries: you forfeit the round.", parsed.error)
@@ -289,6 +303,8 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
             else f"{self.title}: round {played + 1} of {self.rounds}. You are {agent}."
         )
         parts = [header]
+        if agent in self._cut_notes:
+            parts.insert(0, self._cut_notes[agent])
         if self.rules:
             parts.append(self.rules)
         parts.append(f"Score: you {_num(self.scores[agent])}, opponent {_num(self.scores[other])}.")
@@ -328,6 +344,8 @@ class IteratedTextGame(ParallelEnv[str, str, str]):
             }
             if agent in self._errors:
                 info["error"] = self._errors[agent][1]
+            if agent in self._cut_notes:
+                info["action_truncated"] = True
             infos[agent] = info
         return infos
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from multiagent.parallel_core import IteratedTextGame, ParsedMove, RoundRecord
 from multiagent.prisoners_dilemma.logic import ALIASES, MOVES, PayoffMatrix, extract_message, without_message
 
@@ -19,6 +20,8 @@ class PrisonersDilemmaEnv(IteratedTextGame):
         payoffs: A :class:`PayoffMatrix` or a mapping with keys ``temptation``, ``reward``,
             ``punishment``, ``sucker`` (defaults 5, 3, 1, 0).
         max_message_chars: Longest message passed on (longer ones are cut).
+        max_action_chars: Characters of an answer that are read (default 32,768); a longer
+            action is cut, with a note in the observation (``None``: no cap).
         **kwargs: ``max_cycles``, ``max_retries``, ``forfeit_penalty``, ``history_window``,
             ``render_mode`` (see :class:`~multiagent.parallel_core.IteratedTextGame`).
 
@@ -45,9 +48,10 @@ class PrisonersDilemmaEnv(IteratedTextGame):
         rounds: int | None = None,
         payoffs: PayoffMatrix | Mapping[str, float] | None = None,
         max_message_chars: int = 300,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
         **kwargs: Any,
     ):
-        super().__init__(rounds=rounds, **kwargs)
+        super().__init__(rounds=rounds, max_action_chars=max_action_chars, **kwargs)
         if payoffs is None:
             payoffs = PayoffMatrix()
         elif isinstance(payoffs, Mapping):

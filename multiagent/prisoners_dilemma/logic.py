@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from multiagent.parsing import tag_pattern
+from multiagent.parsing import clip_message, tag_pattern
 
 __all__ = ["ALIASES", "MOVES", "PayoffMatrix", "extract_message", "without_message"]
 
@@ -24,7 +23,7 @@ ALIASES: dict[str, str] = {
 
 _MESSAGE = tag_pattern("message")
 _MOVE_TAG = tag_pattern("move")
-_SPACES = re.compile(r"\s+")
+_LONGEST_ALIAS = max(map(len, ALIASES))
 _STRIP = " \t\r\n.,;:!?\"'`*()[]{}<>"
 
 
@@ -80,15 +79,14 @@ def extract_message(text: str, max_chars: int) -> str:
         >>> extract_message("I trust you. <move>C</move>", 100), extract_message("defect", 100)
         ('I trust you.', '')
     """
-    found = _MESSAGE.findall(text) if "<" in text else []
-    if found:
-        message = found[-1]
-    else:
-        message = _MOVE_TAG.sub(" ", text) if "<" in text else text
-        if message.strip(_STRIP).lower() in ALIASES:
+    message = _MESSAGE.last(text)
+    if message is None:
+        message = _MOVE_TAG.sub(" ", text)
+        bare = message.strip(_STRIP)
+        # Lower-casing never shortens a string: a long reply is no bare move, skip copying it.
+        if len(bare) <= _LONGEST_ALIAS and bare.lower() in ALIASES:
             return ""
-    message = _SPACES.sub(" ", message).strip()
-    return message if len(message) <= max_chars else message[: max(max_chars - 1, 0)] + "…"
+    return clip_message(message, max_chars)
 
 
 def without_message(text: str) -> str:
@@ -98,4 +96,4 @@ def without_message(text: str) -> str:
         >>> without_message("<message>I never defect</message> cooperate")
         '  cooperate'
     """
-    return _MESSAGE.sub(" ", text) if "<" in text else text
+    return _MESSAGE.sub(" ", text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS
 from multiagent.parallel_core import IteratedTextGame
 from multiagent.rock_paper_scissors.logic import ALIASES, MOVES, round_payoff
 
@@ -19,6 +20,8 @@ class RockPaperScissorsEnv(IteratedTextGame):
         win: Payoff of winning a round.
         draw: Payoff of a drawn round.
         loss: Payoff of losing a round.
+        max_action_chars: Characters of an answer that are read (default 32,768); a longer
+            action is cut, with a note in the observation (``None``: no cap).
         **kwargs: ``max_cycles``, ``max_retries``, ``forfeit_penalty``, ``history_window``,
             ``render_mode`` (see :class:`~multiagent.parallel_core.IteratedTextGame`).
 
@@ -44,9 +47,10 @@ class RockPaperScissorsEnv(IteratedTextGame):
         win: float = 1.0,
         draw: float = 0.0,
         loss: float = -1.0,
+        max_action_chars: int | None = DEFAULT_MAX_ACTION_CHARS,
         **kwargs: Any,
     ):
-        super().__init__(rounds=rounds, **kwargs)
+        super().__init__(rounds=rounds, max_action_chars=max_action_chars, **kwargs)
         self.win, self.draw, self.loss = float(win), float(draw), float(loss)
         self.rules = (
             "Both players choose at once. Rock beats scissors, scissors beats paper, paper beats rock. "
