@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="256 KB actions instead of 1 MB")
     parser.add_argument("--size", type=int, default=None, help="action length in characters")
     parser.add_argument("--only", default="", help="run only targets whose name contains this")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON report")
     args = parser.parse_args()
     size = args.size or (262_144 if args.quick else 1_048_576)
     targets: dict[str, Callable[[int | None], Callable[[], Callable[[str], Any]]]] = {}
@@ -109,7 +110,7 @@ def main() -> None:
                 f"  {worst:<22}{row['worst_cpu_ms']:>8.1f}  {worst_cpu}",
                 flush=True,
             )
-    write_report(RESULTS, {"machine": machine(load_before, os.getloadavg()[0]), "rows": rows})
+    write_report(args.output, {"machine": machine(load_before, os.getloadavg()[0]), "rows": rows})
 
 
 if __name__ == "__main__":

@@ -264,6 +264,8 @@ def parse_tool_calls(text: str) -> tuple[list[ToolCall], list[str]]:
     calls: list[ToolCall] = []
     errors: list[str] = []
     if not opens:
+        if not _may_hold_call(text):
+            return [], []  # no span can hold a key a call needs: skip finding the spans at all
         calls, errors = _parse_block(text, tagged=False)
         return calls, _cap(errors)
     for k, match in enumerate(opens):
@@ -349,7 +351,7 @@ _NUMBER = re.compile(
 )
 # At most this many boxes are tried from the end.
 _MAX_BOXES_TRIED = 20
-_BRACE = re.compile(r"[{}]")
+_BRACE_RUN = re.compile(r"\{+|\}+")
 # The exact tags and the flat box of `last_answer_or_box` (no spaces inside the tags).
 _EXACT_OPEN = re.compile(r"<answer>", re.IGNORECASE)
 _EXACT_CLOSE = re.compile(r"</answer>", re.IGNORECASE)
@@ -377,10 +379,14 @@ def extract_boxed(text: str) -> str | None:
 def _balanced(text: str, start: int, limit: int | None = None) -> str | None:
     """Text from ``start`` up to the ``}`` closing an already opened ``{`` before ``limit``; else ``None``."""
     depth = 1
-    for brace in _BRACE.finditer(text, start, len(text) if limit is None else limit):
-        depth += 1 if brace.group() == "{" else -1
-        if depth == 0:
-            return text[start : brace.start()]
+    for run in _BRACE_RUN.finditer(text, start, len(text) if limit is None else limit):
+        size = run.end() - run.start()  # a run of one brace repeated: one step for a flood of them
+        if text[run.start()] == "{":
+            depth += size
+        elif size >= depth:
+            return text[start : run.start() + depth - 1]
+        else:
+            depth -= size
     return None
 
 

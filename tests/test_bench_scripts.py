@@ -53,6 +53,17 @@ def test_env_throughput_one_env(tmp_path: Path) -> None:
     assert "bench/peers.py" in stdout
 
 
+def test_action_sizes_one_env_and_one_game(tmp_path: Path) -> None:
+    out = tmp_path / "sizes.json"
+    run_script("action_sizes.py", "--size", "4096", "--only", "u", "--output", str(out))
+    rows = load(out)["rows"]
+    targets = {row["target"] for row in rows}
+    assert {"tinker/GuessNumber-v0", "kuhn_poker_v0"} <= targets
+    assert all("tictactoe" not in t for t in targets)  # --only filters
+    assert {(row["target"], row["cap"]) for row in rows} == {(t, c) for t in targets for c in (None, 32768)}
+    assert all(len(row["by_shape_wall_ms"]) == 40 and row["worst_wall_ms"] >= 0 for row in rows)
+
+
 @pytest.mark.slow
 def test_peers_side_by_side(tmp_path: Path) -> None:
     out = tmp_path / "peers.json"

@@ -35,7 +35,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import re
-from collections import Counter
+from collections import Counter, deque
 from fractions import Fraction
 from typing import Any, ClassVar
 
@@ -71,6 +71,7 @@ _OTHER_OPS: dict[type, str] = {ast.Pow: "**", ast.FloorDiv: "//", ast.Mod: "%", 
 # Expression-like runs of text: digits, operators, parentheses (no newlines). No backtracking
 # tail, so scanning stays linear; the trailing operators and spaces are trimmed afterwards.
 _EXPRESSION = re.compile(r"[0-9(][0-9+\-*/×÷(). \t]*")
+_OPERATOR = re.compile(r"[+\-*/×÷]")
 # Only the last few expression-like runs are checked (each check parses one candidate).
 _MAX_CANDIDATES = 20
 
@@ -172,11 +173,17 @@ def check_expression(expression: str, numbers: list[int]) -> tuple[Fraction, lis
 
 def _find_expression(content: str, numbers: list[int]) -> tuple[str | None, str | None]:
     """The last expression in ``content`` that checks out, else the last one and why it fails."""
-    runs = (m.group().rstrip("+-*/×÷(. \t") for m in _EXPRESSION.finditer(content))
-    candidates = [c for c in runs if c and c[-1] in "0123456789)"]
-    with_ops = [c for c in candidates if any(op in c for op in "+-*/×÷")] or candidates
+    # Only the last few runs are kept (with operators, and any), never a list of every run.
+    last_runs: deque[str] = deque(maxlen=_MAX_CANDIDATES)
+    last_with_ops: deque[str] = deque(maxlen=_MAX_CANDIDATES)
+    for match in _EXPRESSION.finditer(content):
+        run = match.group().rstrip("+-*/×÷(. \t")
+        if run and run[-1] in "0123456789)":
+            last_runs.append(run)
+            if _OPERATOR.search(run):
+                last_with_ops.append(run)
     last_error = None
-    for candidate in reversed(with_ops[-_MAX_CANDIDATES:]):
+    for candidate in reversed(last_with_ops or last_runs):
         try:
             check_expression(candidate, numbers)
             return candidate, None

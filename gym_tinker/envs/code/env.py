@@ -41,9 +41,10 @@ def extract_code(text: str, entry_point: str | None = None) -> str:
     if not blocks:
         return text
     if entry_point is not None:
-        defining = [body for _, body in blocks if re.search(rf"\bdef\s+{re.escape(entry_point)}\s*\(", body)]
-        if defining:
-            return defining[-1]
+        defines = re.compile(rf"\bdef\s+{re.escape(entry_point)}\s*\(")
+        for _, body in reversed(blocks):  # the last block defining it
+            if "def" in body and defines.search(body):
+                return body
     python = [body for lang, body in blocks if lang in ("python", "py", "python3")]
     return (python or [body for _, body in blocks])[-1]
 
