@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections import deque
 from typing import Any
 
 from gym_tinker.messages import ToolCall
@@ -19,6 +20,7 @@ __all__ = [
     "extract_boxed",
     "has_answer_tags",
     "last_answer_or_box",
+    "last_match",
     "last_number",
     "parse_openai_tool_calls",
     "parse_tool_calls",
@@ -349,6 +351,9 @@ _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER = re.compile(
     r"(?<![0-9A-Za-z_.)])-?(?:[0-9]+(?:,[0-9]{3}(?![0-9]))*(?:\.[0-9]+)?|\.[0-9]+)(?:/[0-9]+(?:\.[0-9]+)?)?"
 )
+_NOT_IN_NUMBERS = re.compile(r"[^0-9,./-]")
+#: Characters at the end of a text that :func:`last_match` reads first.
+_TAIL = 4_096
 # At most this many boxes are tried from the end.
 _MAX_BOXES_TRIED = 20
 _BRACE_RUN = re.compile(r"\{+|\}+")
@@ -431,15 +436,42 @@ def last_number(text: str) -> str | None:
         >>> last_number("23 + 45 = 68."), last_number("x² and ٣"), last_number("from 3-5")
         ('68', None, '5')
     """
-    matches = _NUMBER.findall(text)
-    return matches[-1] if matches else None
+    start = max(0, len(text) - _TAIL)
+    # A character that no number holds: matches after it are those of a scan from the start.
+    boundary = _NOT_IN_NUMBERS.search(text, start) if start else None
+    found = deque(_NUMBER.finditer(text, boundary.end() if boundary else 0), maxlen=1)
+    if not found and boundary is not None:
+        found = deque(_NUMBER.finditer(text), maxlen=1)
+    return found[0].group() if found else None
+
+
+def last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of ``pattern`` in ``text`` (the last of ``pattern.finditer(text)``), or None.
+
+    Looks in the last few kilobytes first, so a text full of matches costs about as much as its
+    tail; otherwise one pass, without a list of every match. Only for patterns that cannot match
+    at a position inside another of their matches (a tag that starts with its only ``<``, a run
+    behind a lookbehind such as ``(?<![0-9])[0-9]+``): then a scan started anywhere finds the
+    same matches from there on as a scan from the start.
+
+    Example:
+        >>> last_match(re.compile(r"(?<![0-9])[0-9]+"), "1, 22, 333 and 4444; " * 10_000).group()
+        '4444'
+        >>> last_match(re.compile(r"<\\s*answer\\s*>"), "no tags") is None
+        True
+    """
+    tail = max(0, len(text) - _TAIL)
+    found = deque(pattern.finditer(text, tail), maxlen=1)
+    if not found and tail:
+        # None starts in the tail: the last match of a scan from the start is the last one.
+        found = deque(pattern.finditer(text), maxlen=1)
+    return found[0] if found else None
 
 
 def _answer_tag_content(text: str) -> str | None:
-    opens = list(_ANSWER_OPEN.finditer(text))
-    if not opens:
+    last = last_match(_ANSWER_OPEN, text)
+    if last is None:
         return None
-    last = opens[-1]
     close = _ANSWER_CLOSE.search(text, last.end())
     # No closing tag: generation was stopped at "</answer>" (a usual stop string), keep the rest.
     return text[last.end() : close.start() if close else len(text)]
@@ -490,8 +522,8 @@ def has_answer_tags(text: str) -> bool:
     """
     if not isinstance(text, str):
         return False
-    opens = list(_ANSWER_OPEN.finditer(text))
-    if not opens:
+    last = last_match(_ANSWER_OPEN, text)
+    if last is None:
         return False
-    close = _ANSWER_CLOSE.search(text, opens[-1].end())
-    return close is not None and bool(text[opens[-1].end() : close.start()].strip())
+    close = _ANSWER_CLOSE.search(text, last.end())
+    return close is not None and bool(text[last.end() : close.start()].strip())

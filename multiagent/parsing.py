@@ -21,10 +21,11 @@ Rules every helper follows:
 from __future__ import annotations
 
 import re
-from collections import deque
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from typing import NamedTuple
+
+from gym_tinker.parsing import last_match
 
 __all__ = [
     "MAX_INT_DIGITS",
@@ -52,8 +53,6 @@ _INT = re.compile(rf"[0-9](?<![0-9][0-9])[0-9]{{0,{MAX_INT_DIGITS - 1}}}(?![0-9]
 _BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 _BRACKET = re.compile(r"\[([^\[\]]{1,40})\]")
 _SPACES = re.compile(r"\s+")
-#: Characters at the end of a text that :func:`last_match` reads first.
-_TAIL = 4_096
 
 
 class TagMatch(NamedTuple):
@@ -143,29 +142,6 @@ class TagPattern:
             return text
         pieces.append(text[done:])
         return "".join(pieces)
-
-
-def last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    """The last match of ``pattern`` in ``text`` (the last of ``pattern.finditer(text)``), or None.
-
-    Looks in the last few kilobytes first, so a text full of matches costs about as much as its
-    tail; otherwise one pass, without a list of every match. Only for patterns whose matches
-    cannot overlap and whose matching at a position does not depend on earlier matches (digit
-    runs, ``[...]`` without brackets inside...): then a scan started anywhere finds the same
-    matches after that point as a scan from the start.
-
-    Example:
-        >>> last_match(re.compile(r"[0-9]+"), "1, 22, 333 and 4444; " * 10_000).group()
-        '4444'
-        >>> last_match(re.compile(r"[0-9]+"), "none") is None
-        True
-    """
-    tail = max(0, len(text) - _TAIL)
-    found = deque(pattern.finditer(text, tail), maxlen=1)
-    if not found and tail:
-        # None starts in the tail: the last match of a scan from the start is the last one.
-        found = deque(pattern.finditer(text), maxlen=1)
-    return found[0] if found else None
 
 
 @lru_cache(maxsize=64)

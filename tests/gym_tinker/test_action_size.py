@@ -21,7 +21,14 @@ from gym_tinker.envs.code.env import _fenced_blocks, extract_code
 from gym_tinker.envs.guess_number import GuessNumberEnv
 from gym_tinker.envs.math import MathEnv
 from gym_tinker.limits import DEFAULT_MAX_ACTION_CHARS, action_as_read, cap_action, check_max_action_chars
-from gym_tinker.parsing import extract_boxed, last_answer_or_box
+from gym_tinker.parsing import (
+    _NUMBER,
+    _answer_tag_content,
+    extract_boxed,
+    has_answer_tags,
+    last_answer_or_box,
+    last_number,
+)
 from gym_tinker.wrappers import ChatHistory, EpisodeRecorder
 
 ENV_IDS = [entry.id for entry in gym_tinker.ENV_ENTRIES]
@@ -104,6 +111,36 @@ def test_fenced_blocks_match_the_regex_they_replace(text):
 @given(text=pieces)
 def test_extract_boxed_matches_the_scan_from_every_box(text):
     assert extract_boxed(text) == _reference_boxed(text)
+
+
+_OPEN_TAG = re.compile(r"<\s*answer\s*>", re.IGNORECASE)
+_CLOSE_TAG = re.compile(r"<\s*/\s*answer\s*>", re.IGNORECASE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=pieces, padding=st.sampled_from([0, 5_000]), at=st.sampled_from(["start", "end"]))
+def test_answer_tags_read_from_the_tail_match_a_scan_of_every_tag(text, padding, at):
+    text = " " * padding + text if at == "start" else text + " " * padding  # beyond the 4 KB tail or not
+    opens = list(_OPEN_TAG.finditer(text))
+    content, closed = None, False
+    if opens:
+        close = _CLOSE_TAG.search(text, opens[-1].end())
+        content, closed = text[opens[-1].end() : close.start() if close else len(text)], close is not None
+    assert _answer_tag_content(text) == content
+    assert has_answer_tags(text) == bool(closed and content.strip())
+
+
+numbers = st.lists(
+    st.sampled_from(["1", "22", ",", "000", ".", "5", "/", "-", " ", "x", "3/4", "1,000.5"]), max_size=14
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=numbers, padding=st.sampled_from([0, 5_000]), filler=st.sampled_from([" ", "1", "1,000 "]))
+def test_last_number_read_from_the_tail_matches_a_scan_of_every_number(parts, padding, filler):
+    text = filler * padding + "".join(parts)
+    every = _NUMBER.findall(text)
+    assert last_number(text) == (every[-1] if every else None)
 
 
 def test_extract_code_still_prefers_the_block_defining_the_entry_point():
