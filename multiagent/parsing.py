@@ -35,6 +35,7 @@ __all__ = [
     "candidates",
     "clip_message",
     "focus",
+    "keyword_in",
     "keyword_pattern",
     "last_keyword",
     "last_match",
@@ -258,10 +259,21 @@ def last_keyword(pattern: re.Pattern[str], text: str, tag: str = "move") -> str 
         'call'
     """
     for part in candidates(text, tag):
-        found = pattern.findall(part)
-        if found:
-            return " ".join(found[-1].lower().split())
+        word = keyword_in(pattern, part)
+        if word is not None:
+            return word
     return None
+
+
+def keyword_in(pattern: re.Pattern[str], text: str) -> str | None:
+    """The last match of ``pattern`` in ``text`` itself (no :func:`candidates`), as :func:`last_keyword` gives it.
+
+    Example:
+        >>> keyword_in(keyword_pattern(["call", "fold"]), "<move>fold</move> I CALL")
+        'call'
+    """
+    found = pattern.findall(text)
+    return " ".join(found[-1].lower().split()) if found else None
 
 
 def snippet(text: str, limit: int = 60) -> str:

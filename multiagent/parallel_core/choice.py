@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from multiagent.parsing import candidates, keyword_pattern, last_keyword
+from multiagent.parsing import candidates, keyword_in, keyword_pattern, last_keyword
 
 __all__ = ["ParsedMove", "choice_pattern", "parse_choice"]
 
@@ -58,11 +58,8 @@ def parse_choice(text: str, aliases: Mapping[str, str], pattern: re.Pattern[str]
     move = aliases.get(whole.lower()) if len(whole) <= max(map(len, aliases), default=0) else None
     if move is not None:
         return ParsedMove(move)
-    if len(parts) > 1:
-        word = last_keyword(pattern, part)
-    else:  # the whole text holds no tag, box or brackets: what last_keyword finds, without looking again
-        found = pattern.findall(part)
-        word = " ".join(found[-1].lower().split()) if found else None
+    # A lone candidate is the whole text, already known to hold no tag, box or brackets.
+    word = last_keyword(pattern, part) if len(parts) > 1 else keyword_in(pattern, part)
     move = aliases.get(word) if word is not None else None
     if move is not None:
         return ParsedMove(move)
